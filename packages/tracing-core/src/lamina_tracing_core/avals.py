@@ -1,0 +1,127 @@
+"""Abstract values: what tracing knows about an array without its data."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from lamina_tracing_core import dtypes
+
+
+class ShapedArray:
+    """An array's shape, dtype and weak-typedness: the only aval lamina uses.
+
+    Abstractifying anything (a tracer, a device array, a numpy array) gives a
+    ShapedArray, never a value-carrying aval, so a trace never depends on data.
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    array_abstraction_level = 1
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ShapedArray) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def update(self, shape: tuple[int, ...] | None = None, dtype: Any = None,
+               weak_type: bool | None = None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def str_short(self) -> str:
+        """``f32[3,4]``, the form jaxprs print."""
+        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+    def __str__(self) -> str:
+        return f"{self.dtype.name}{list(self.shape)}"
+
+
+_SHORT_NAMES = {"bool": "bool", "bfloat16": "bf16", "float0": "float0"}
+
+
+def short_dtype_name(dtype: np.dtype[Any]) -> str:
+    if dtype == dtypes.float0:
+        return "float0"
+    name = dtype.name
+    if name in _SHORT_NAMES:
+        return _SHORT_NAMES[name]
+    return name.replace("float", "f").replace("uint", "u").replace("int", "i").replace(
+        "complex", "c")
+
+
+# --- abstractification ------------------------------------------------------
+#: type -> function giving the value's aval. Higher layers register their array
+#: types here (the runtime registers its Array; tracers register themselves).
+aval_handlers: dict[type, Callable[[Any], ShapedArray]] = {}
+
+
+def _aval_of_numpy(x: Any) -> ShapedArray:
+    dtypes.check_user_dtype(x.dtype, fun_name="abstractify")
+    return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+
+
+def _aval_of_python_scalar(x: Any) -> ShapedArray:
+    dtype, weak = dtypes.dtype_and_weakness(x)
+    return ShapedArray((), dtype, weak)
+
+
+for _scalar_type in (bool, int, float, complex):
+    aval_handlers[_scalar_type] = _aval_of_python_scalar
+aval_handlers[np.ndarray] = _aval_of_numpy
+for _numpy_type in set(np.sctypeDict.values()):
+    if issubclass(_numpy_type, np.generic):
+        aval_handlers[_numpy_type] = _aval_of_numpy
+
+
+class InvalidInputError(TypeError):
+    """A value that lamina cannot treat as an array."""
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The ShapedArray of any array-like value lamina accepts."""
+    handler = aval_handlers.get(type(x))
+    if handler is not None:
+        return handler(x)
+    for base in type(x).__mro__[1:]:
+        handler = aval_handlers.get(base)
+        if handler is not None:
+            aval_handlers[type(x)] = handler
+            return handler(x)
+    if hasattr(x, "__jax_array__"):
+        return get_aval(x.__jax_array__())
+    raise InvalidInputError(f"{x!r} of type {type(x).__name__} is not a valid lamina type")
+
+
+def is_array_like(x: Any) -> bool:
+    try:
+        get_aval(x)
+    except (InvalidInputError, TypeError):
+        return False
+    return True

@@ -1,0 +1,240 @@
+"""Dtypes and type promotion, as JAX users expect them.
+
+lamina computes in 32 bits unless x64 is enabled: a 64-bit request is
+*canonicalized* to its 32-bit sibling. Python scalars are *weakly typed*: they
+take the dtype of whatever strongly typed value they meet (``x_f16 + 1.0`` stays
+float16). Promotion follows a lattice: the result of mixing two types is their
+least upper bound, and the bound of two weak types is weak.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+#: The tangent dtype of integer and boolean values (as in JAX).
+float0 = np.dtype([("float0", np.void, 0)])
+
+
+class _X64State:
+    """The process-wide ``enable_x64`` switch (config layers set it)."""
+
+    def __init__(self) -> None:
+        self.enabled = os.environ.get("LAMINA_ENABLE_X64", "0").lower() in ("1", "true", "yes")
+
+
+x64_state = _X64State()
+
+
+def enable_x64(enabled: bool = True) -> None:
+    """Turns 64-bit computation on or off for the whole process."""
+    x64_state.enabled = bool(enabled)
+    _canonicalize_cached.cache_clear()
+
+
+def x64_enabled() -> bool:
+    return x64_state.enabled
+
+
+_TO_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+@functools.lru_cache(maxsize=256)
+def _canonicalize_cached(dtype: np.dtype[Any], x64: bool) -> np.dtype[Any]:
+    return dtype if x64 else _TO_32.get(dtype, dtype)
+
+
+def canonicalize_dtype(dtype: Any) -> np.dtype[Any]:
+    """The dtype lamina actually computes in for a requested ``dtype``."""
+    return _canonicalize_cached(np.dtype(dtype), x64_state.enabled)
+
+
+def default_int_dtype() -> np.dtype[Any]:
+    return int64 if x64_state.enabled else int32
+
+
+def default_uint_dtype() -> np.dtype[Any]:
+    return uint64 if x64_state.enabled else uint32
+
+
+def default_float_dtype() -> np.dtype[Any]:
+    return float64 if x64_state.enabled else float32
+
+
+def default_complex_dtype() -> np.dtype[Any]:
+    return complex128 if x64_state.enabled else complex64
+
+
+def is_float0(dtype: Any) -> bool:
+    return bool(np.dtype(dtype) == float0)
+
+
+def issubdtype(a: Any, b: Any) -> bool:
+    """``np.issubdtype`` that also knows ml_dtypes' bfloat16 is a float."""
+    if np.dtype(a) == bfloat16:
+        return b in (np.floating, np.inexact, np.number) or np.dtype(b) == bfloat16
+    return bool(np.issubdtype(a, b))
+
+
+def is_floating(dtype: Any) -> bool:
+    return issubdtype(np.dtype(dtype), np.floating)
+
+
+def is_complex(dtype: Any) -> bool:
+    return issubdtype(np.dtype(dtype), np.complexfloating)
+
+
+def is_inexact(dtype: Any) -> bool:
+    return is_floating(dtype) or is_complex(dtype)
+
+
+def is_integer(dtype: Any) -> bool:
+    return issubdtype(np.dtype(dtype), np.integer)
+
+
+def is_boolean(dtype: Any) -> bool:
+    return bool(np.dtype(dtype) == bool_)
+
+
+def finfo(dtype: Any) -> Any:
+    return ml_dtypes.finfo(np.dtype(dtype))  # type: ignore[no-untyped-call]
+
+
+def iinfo(dtype: Any) -> Any:
+    return ml_dtypes.iinfo(np.dtype(dtype))  # type: ignore[no-untyped-call]
+
+
+# --- the promotion lattice --------------------------------------------------
+# Nodes are dtypes plus three weak categories: Python int, float and complex.
+WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "int*", "float*", "complex*"
+_Node = Any  # a np.dtype or one of the weak category strings
+
+_UPPER: dict[_Node, list[_Node]] = {
+    bool_: [WEAK_INT],
+    WEAK_INT: [uint8, int8],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64],
+    uint64: [WEAK_FLOAT],
+    int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
+    WEAK_FLOAT: [float16, bfloat16, WEAK_COMPLEX],
+    float16: [float32], bfloat16: [float32], float32: [float64, complex64],
+    float64: [complex128],
+    WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
+}
+
+
+def _ancestors(node: _Node) -> frozenset[_Node]:
+    seen: set[_Node] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(_UPPER[n])
+    return frozenset(seen)
+
+
+_ANCESTORS = {n: _ancestors(n) for n in _UPPER}
+
+
+def _least_upper_bound(nodes: Iterable[_Node]) -> _Node:
+    nodes = set(nodes)
+    common = frozenset.intersection(*(_ANCESTORS[n] for n in nodes))
+    # The least element of `common` is the one whose ancestors are all of `common`.
+    for candidate in common:
+        if _ANCESTORS[candidate] == common:
+            return candidate
+    raise TypeError(f"no common type for {sorted(map(str, nodes))}")
+
+
+_WEAK_DEFAULT = {WEAK_INT: default_int_dtype, WEAK_FLOAT: default_float_dtype,
+                 WEAK_COMPLEX: default_complex_dtype}
+
+
+def _node_of(dtype: np.dtype[Any], weak: bool) -> _Node:
+    if not weak:
+        return dtype
+    if is_boolean(dtype):
+        return bool_
+    if is_integer(dtype):
+        return WEAK_INT
+    if is_floating(dtype):
+        return WEAK_FLOAT
+    return WEAK_COMPLEX
+
+
+@functools.lru_cache(maxsize=1024)
+def _promote_cached(key: tuple[tuple[np.dtype[Any], bool], ...], x64: bool) -> tuple[np.dtype[Any], bool]:
+    nodes = [_node_of(dt, weak) for dt, weak in key]
+    bound = _least_upper_bound(nodes)
+    if isinstance(bound, str):
+        return canonicalize_dtype(_WEAK_DEFAULT[bound]()), True
+    return canonicalize_dtype(bound), False
+
+
+def promote_types_weak(*typed: tuple[np.dtype[Any], bool]) -> tuple[np.dtype[Any], bool]:
+    """The promoted ``(dtype, weak_type)`` of several ``(dtype, weak_type)`` pairs."""
+    if not typed:
+        raise TypeError("at least one dtype is required for promotion")
+    key = tuple((np.dtype(d), bool(w)) for d, w in typed)
+    return _promote_cached(key, x64_state.enabled)
+
+
+def promote_types(a: Any, b: Any) -> np.dtype[Any]:
+    """``jnp.promote_types``: the promoted dtype of two strong dtypes."""
+    return promote_types_weak((np.dtype(a), False), (np.dtype(b), False))[0]
+
+
+_PYTHON_SCALAR_DTYPES: dict[type, Any] = {
+    bool: bool_, int: default_int_dtype, float: default_float_dtype,
+    complex: default_complex_dtype,
+}
+
+
+def dtype_and_weakness(x: Any) -> tuple[np.dtype[Any], bool]:
+    """The ``(dtype, weak_type)`` of a value, a dtype, or anything with ``.dtype``."""
+    if type(x) in _PYTHON_SCALAR_DTYPES:
+        entry = _PYTHON_SCALAR_DTYPES[type(x)]
+        return (entry if isinstance(entry, np.dtype) else entry()), type(x) is not bool
+    if isinstance(x, bool):
+        return bool_, False
+    if isinstance(x, int):
+        return default_int_dtype(), True
+    if isinstance(x, float):
+        return default_float_dtype(), True
+    if isinstance(x, complex):
+        return default_complex_dtype(), True
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None:
+        return canonicalize_dtype(dtype), bool(getattr(getattr(x, "aval", x), "weak_type", False))
+    return canonicalize_dtype(np.dtype(x)), False
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
+    """``jnp.result_type``: the dtype that mixing ``args`` (values or dtypes) produces."""
+    if not args:
+        raise TypeError("result_type requires at least one argument")
+    dtype, weak = promote_types_weak(*(dtype_and_weakness(a) for a in args))
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def check_user_dtype(dtype: Any, *, fun_name: str = "lamina") -> np.dtype[Any]:
+    """Validates a user-given dtype, returning its canonical form."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"{fun_name}: {dtype!r} is not a valid dtype") from e
+    if dt.kind in "OSUVMm" and dt != float0:
+        raise TypeError(f"{fun_name}: dtype {dt} is not a valid lamina array type")
+    return canonicalize_dtype(dt)

@@ -1,0 +1,49 @@
+"""Effects of equations and jaxprs.
+
+An effect is something an equation does beyond computing its outputs. The one
+lamina tracks everywhere is the *named-axis effect*: an equation that uses a
+named axis (``psum(x, 'i')``) records ``NamedAxisEffect('i')``. A jaxpr's
+effects are the union of its equations' (computed bottom-up), and a binder of
+the axis (pmap, vmap with ``axis_name``) removes it from what it exposes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+class Effect:
+    """Base class of all effects (hashable value objects)."""
+
+
+@dataclass(frozen=True)
+class NamedAxisEffect(Effect):
+    """The equation uses the named axis ``name``."""
+
+    name: object
+
+    def __str__(self) -> str:
+        return f"NamedAxis({self.name})"
+
+
+Effects = frozenset[Effect]
+no_effects: Effects = frozenset()
+
+
+def union(effect_sets: Iterable[Effects]) -> Effects:
+    out: set[Effect] = set()
+    for effects in effect_sets:
+        out.update(effects)
+    return frozenset(out)
+
+
+def named_axes_used(effects: Effects) -> frozenset[object]:
+    return frozenset(e.name for e in effects if isinstance(e, NamedAxisEffect))
+
+
+def remove_named_axes(effects: Effects, names: Iterable[object]) -> Effects:
+    """What a binder of ``names`` exposes of its body's effects."""
+    bound = set(names)
+    return frozenset(e for e in effects
+                     if not (isinstance(e, NamedAxisEffect) and e.name in bound))
