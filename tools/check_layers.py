@@ -153,7 +153,7 @@ def _wheel_import_names(project_dir: Path, pyproject: dict[str, object]) -> tupl
     found = sorted(
         child.stem if child.is_file() else child.name
         for child in (src.iterdir() if src.is_dir() else ())
-        if (child.is_dir() and (child / "__init__.py").is_file())
+        if (child.is_dir() and child.name.isidentifier() and child.name != "__pycache__")
         or (child.is_file() and child.suffix == ".py")
     )
     return tuple(found)
@@ -288,7 +288,7 @@ def collect_imports(tree: ast.AST, module: str, is_package: bool) -> FileImports
                 continue
             absolute = resolve_relative(module, is_package, node.level, node.module)
             if absolute is None:
-                dots = "." * node.level + (node.module or "")
+                dots = "." * node.level + (node.module or ", ".join(a.name for a in node.names))
                 found.unresolved.append((node.lineno, dots))
             else:
                 found.refs.append(ImportRef(absolute, node.lineno, relative=True))

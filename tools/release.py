@@ -55,7 +55,7 @@ _REQUIREMENT = re.compile(
     r"\s*(?P<spec>[^;]*?)\s*(?P<marker>;.*)?$"
 )
 _CLAUSE = re.compile(r"^\s*(?P<op>~=|==|!=|<=|>=|<|>)\s*(?P<version>[0-9]+(?:\.[0-9]+)*)(?P<star>\.\*)?\s*$")
-_UNRELEASED = re.compile(r"(?im)^##\s+\[?unreleased\]?\s*$")
+_UNRELEASED = re.compile(r"(?im)^##[ \t]+\[?unreleased\]?[ \t]*$")
 _HEADING2 = re.compile(r"(?m)^##\s")
 
 
@@ -206,6 +206,11 @@ def replace_requirement_text(path: Path, old: str, new: str) -> None:
     path.write_text(updated, encoding="utf-8")
 
 
+def has_heading(changelog: str, version: Version) -> bool:
+    """Whether a CHANGELOG text already has a ``## <version>`` heading."""
+    return re.search(rf"(?m)^##[ \t]+\[?{re.escape(str(version))}\]?([ \t]|$)", changelog) is not None
+
+
 def changelog_release(path: Path, version: Version, date: dt.date) -> str:
     """Move the "Unreleased" entries of a CHANGELOG under a new ``## version — date`` heading.
 
@@ -214,7 +219,7 @@ def changelog_release(path: Path, version: Version, date: dt.date) -> str:
     """
     heading = f"## {version} — {date.isoformat()}"
     text = path.read_text(encoding="utf-8") if path.is_file() else f"# Changelog — {path.parent.name}\n"
-    if re.search(rf"(?m)^##\s+\[?{re.escape(str(version))}\]?(\s|$)", text):
+    if has_heading(text, version):
         raise ReleaseError(f"{path}: already has a heading for {version}")
     unreleased = _UNRELEASED.search(text)
     if unreleased is None:  # no Unreleased section: the new one goes after the title block
@@ -277,8 +282,7 @@ def bump(workspace: Workspace, name: str, part: str, date: dt.date) -> tuple[Ver
         if (rewritten := rewrite_requirement(req, new)) is not None
     }.values())
     changelog = pkg.path / "CHANGELOG.md"
-    if changelog.is_file() and re.search(rf"(?m)^##\s+\[?{re.escape(str(new))}\]?(\s|$)",
-                                         changelog.read_text(encoding="utf-8")):
+    if changelog.is_file() and has_heading(changelog.read_text(encoding="utf-8"), new):
         raise ReleaseError(f"{changelog}: already has a heading for {new}")
     write_version(pkg, new)
     changelog_release(changelog, new, date)
@@ -316,9 +320,9 @@ def artifacts(pkg: Package, version: Version) -> tuple[Path | None, Path | None]
 
 
 def _run(cmd: Sequence[str | Path], cwd: Path, env: dict[str, str] | None = None,
-         capture: bool = False) -> subprocess.CompletedProcess[str]:
-    """Run a command, echoing it; raise ReleaseError when it fails."""
-    print("+ " + " ".join(str(c) for c in cmd), flush=True)
+         capture: bool = False, label: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a command, echoing it (or ``label``); raise ReleaseError when it fails."""
+    print("+ " + (label or " ".join(str(c) for c in cmd)), flush=True)
     result = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE if capture else None,
                             stderr=subprocess.STDOUT if capture else None, check=False)
@@ -408,7 +412,8 @@ _IMPORT_CHECK = (
 
 def _check_installed(workspace: Workspace, pkg: Package, python: Path, work: Path, env: dict[str, str]) -> None:
     """Exactly the package and its lamina dependencies are installed, each at its workspace version."""
-    installed = json.loads(_run([python, "-c", _INSTALLED], cwd=work, env=env, capture=True).stdout)
+    installed = json.loads(_run([python, "-c", _INSTALLED], cwd=work, env=env, capture=True,
+                                label=f"{python} -c <list installed distributions>").stdout)
     lamina = {normalize_dist(name): version for name, version in installed.items()
               if normalize_dist(name) in workspace.by_dist()}
     expected = {normalize_dist(p.dist): str(read_version(p)) for p in [*lamina_closure(workspace, pkg), pkg]}
@@ -420,7 +425,8 @@ def _check_installed(workspace: Workspace, pkg: Package, python: Path, work: Pat
 
 def _check_import(pkg: Package, python: Path, work: Path, env: dict[str, str], root: Path) -> None:
     """The package imports from the venv, not from the source tree, and reports its version."""
-    result = _run([python, "-I", "-c", _IMPORT_CHECK, *pkg.import_names], cwd=work, env=env, capture=True)
+    result = _run([python, "-I", "-c", _IMPORT_CHECK, *pkg.import_names], cwd=work, env=env, capture=True,
+                  label=f"{python} -I -c <import {', '.join(pkg.import_names)}>")
     version = str(read_version(pkg))
     for name, file, found_version in json.loads(result.stdout):
         location = Path(file).resolve()
@@ -429,6 +435,21 @@ def _check_import(pkg: Package, python: Path, work: Path, env: dict[str, str], r
         if found_version is not None and found_version != version:
             raise ReleaseError(f"{name}.__version__ is {found_version}, expected {version}")
         print(f"import {name} ok: {location}")
+
+
+PYTEST_NO_TESTS = 5  # pytest's exit status when it collected nothing
+
+
+def _run_tests(pkg: Package, python: Path, work: Path, env: dict[str, str]) -> None:
+    """Run the copied tests/ with the venv's pytest; a run that collects nothing fails too."""
+    cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
+           "-c", "pytest.ini", "--rootdir", ".", "tests"]
+    print("+ " + " ".join(cmd), flush=True)
+    status = subprocess.run(cmd, cwd=work, env=env, check=False).returncode
+    if status == PYTEST_NO_TESTS:
+        raise ReleaseError(f"{pkg.dist}: pytest collected no tests in {pkg.path / 'tests'}")
+    if status != 0:
+        raise ReleaseError(f"{pkg.dist}: its tests failed against the installed wheel (pytest exit status {status})")
 
 
 def verify(workspace: Workspace, pkg: Package, keep: bool = False) -> None:
@@ -461,8 +482,7 @@ def verify(workspace: Workspace, pkg: Package, keep: bool = False) -> None:
         _run([python, "-m", "pip", "install", "--quiet", *TEST_REQUIREMENTS], cwd=work, env=env)
         shutil.copytree(tests, work / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         (work / "pytest.ini").write_text(_pytest_ini(root), encoding="utf-8")
-        _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
-              "-c", "pytest.ini", "--rootdir", ".", "tests"], cwd=work, env=env)
+        _run_tests(pkg, python, work, env)
         print(f"verify {pkg.dist} {read_version(pkg)}: ok")
     finally:
         if keep:

@@ -1,0 +1,246 @@
+"""Tests for tools/check_layers.py: fixture trees through the CLI, edge cases on temp trees."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import check_layers
+import pytest
+
+TOOLS = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SCRIPT = TOOLS / "check_layers.py"
+
+
+def run_cli(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), "--root", str(root), *extra],
+                          capture_output=True, text=True, check=False)
+
+
+def make_package(root: Path, folder: str, deps: list[str], files: dict[str, str],
+                 dist: str | None = None, wheel_package: str | None = None) -> Path:
+    """Write packages/<folder> with a pyproject and the given files (paths relative to it)."""
+    base = root / "packages" / folder
+    base.mkdir(parents=True)
+    dist = dist or ("lamina" if folder == "lamina" else f"lamina-{folder}")
+    wheel = f'\n[tool.hatch.build.targets.wheel]\npackages = ["src/{wheel_package}"]\n' if wheel_package else ""
+    dep_list = ", ".join(f'"{d}"' for d in deps)
+    (base / "pyproject.toml").write_text(
+        f'[project]\nname = "{dist}"\nversion = "0.1.0"\ndependencies = [{dep_list}]\n{wheel}'
+    )
+    for rel, text in files.items():
+        path = base / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return base
+
+
+LU_SRC = {"src/lamina_linear_util/__init__.py": "import functools\n"}
+TC_DEPS = ["lamina-linear-util>=0.1,<0.2"]
+
+
+# --- the three fixture workspaces, through the command line -----------------
+
+def test_tools_clean_fixture_passes() -> None:
+    result = run_cli(FIXTURES / "clean")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert "3 packages" in result.stderr and "0 error(s)" in result.stderr
+
+
+def test_tools_upward_fixture_is_rejected() -> None:
+    result = run_cli(FIXTURES / "upward")
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        "packages/linear-util/src/lamina_linear_util/lazy.py:5: "
+        "lamina_linear_util.lazy imports lamina_tracing_core: tracing-core is a higher layer"
+    )
+
+
+def test_tools_undeclared_fixture_is_rejected() -> None:
+    result = run_cli(FIXTURES / "undeclared")
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "packages/tracing-core/src/lamina_tracing_core/backend.py:2: lamina_tracing_core.backend "
+        "imports jaxlib: not declared in tracing-core/pyproject.toml [project] dependencies"
+    ]
+
+
+def test_tools_missing_packages_folder_is_exit_2(tmp_path: Path) -> None:
+    result = run_cli(tmp_path)
+    assert result.returncode == 2
+    assert "no packages/ folder" in result.stderr
+
+
+# --- rules, on small temp workspaces ----------------------------------------
+
+def findings(root: Path) -> list[check_layers.Finding]:
+    return check_layers.Checker(check_layers.load_workspace(root)).check()
+
+
+def test_tools_type_checking_imports_are_checked(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], {
+        "src/lamina_linear_util/__init__.py": """\
+            from typing import TYPE_CHECKING
+            if TYPE_CHECKING:
+                from lamina_tracing_core.avals import ShapedArray
+            """,
+    })
+    make_package(tmp_path, "tracing-core", TC_DEPS, {"src/lamina_tracing_core/__init__.py": ""})
+    (found,) = findings(tmp_path)
+    assert (found.line, found.module, found.imported) == (3, "lamina_linear_util", "lamina_tracing_core.avals")
+    assert found.error
+
+
+def test_tools_lower_layer_must_be_declared(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], LU_SRC)
+    make_package(tmp_path, "tracing-core", TC_DEPS, {"src/lamina_tracing_core/__init__.py": ""})
+    make_package(tmp_path, "mlir-lowering", ["lamina-tracing-core>=0.1,<0.2"], {
+        "src/lamina_mlir_lowering/rules.py": "def f():\n    import lamina_linear_util.pytree\n",
+    })
+    (found,) = findings(tmp_path)
+    assert found.error and found.line == 2
+    assert "lamina-linear-util is a lower layer but not in mlir-lowering/pyproject.toml" in found.why
+
+
+def test_tools_relative_imports_are_resolved(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], {
+        "src/lamina_linear_util/__init__.py": "from . import a\n",
+        "src/lamina_linear_util/a.py": "from .b import c\n",
+        "src/lamina_linear_util/sub/__init__.py": "from ..a import x\nfrom ... import escape\n",
+    })
+    found = findings(tmp_path)
+    assert [(f.path.name, f.line, f.imported) for f in found] == [("__init__.py", 2, "...escape")]
+    assert "climbs above the top-level package" in found[0].why
+
+
+@pytest.mark.parametrize(("module", "is_package", "level", "target", "expected"), [
+    ("pkg.mod", False, 1, "x", "pkg.x"),
+    ("pkg.mod", False, 1, None, "pkg"),
+    ("pkg.sub", True, 1, "y", "pkg.sub.y"),
+    ("pkg.sub", True, 2, None, "pkg"),
+    ("pkg.sub.mod", False, 2, "z", "pkg.z"),
+    ("pkg.mod", False, 2, "x", None),
+    ("toplevel", False, 1, "x", None),
+])
+def test_tools_resolve_relative(module: str, is_package: bool, level: int, target: str | None,
+                                expected: str | None) -> None:
+    assert check_layers.resolve_relative(module, is_package, level, target) == expected
+
+
+def test_tools_dynamic_imports_are_checked(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], {
+        "src/lamina_linear_util/__init__.py": """\
+            import importlib
+            mod = importlib.import_module("lamina_tracing_core")
+            other = __import__("scipy")
+            fine = importlib.import_module("json")
+            """,
+    })
+    make_package(tmp_path, "tracing-core", TC_DEPS, {"src/lamina_tracing_core/__init__.py": ""})
+    assert [(f.line, f.imported) for f in findings(tmp_path)] == [(2, "lamina_tracing_core"), (3, "scipy")]
+
+
+def test_tools_declared_distributions_map_to_import_names(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util",
+                 ["jaxlib>=0.10.2,<0.11", "numpy>=2.0", "typing-extensions>=4.12", "ml_dtypes>=0.5",
+                  "Opt.Einsum ; python_version >= '3.11'"], {
+        "src/lamina_linear_util/__init__.py": """\
+            import jaxlib.xla_client
+            import ml_dtypes
+            import numpy as np
+            import opt_einsum
+            from typing_extensions import Self
+            from jaxlib.mlir import ir
+            import lamina_linear_util.other
+            from __future__ import annotations
+            """,
+    })
+    assert findings(tmp_path) == []
+
+
+@pytest.mark.parametrize(("dist", "names"), [
+    ("jaxlib", ("jaxlib",)),
+    ("numpy", ("numpy",)),
+    ("typing-extensions", ("typing_extensions",)),
+    ("typing_extensions", ("typing_extensions",)),
+    ("ml_dtypes", ("ml_dtypes",)),
+    ("lamina-x-y", ("lamina_x_y",)),
+    ("PyYAML", ("yaml",)),
+])
+def test_tools_dist_import_names(dist: str, names: tuple[str, ...]) -> None:
+    assert check_layers.dist_import_names(dist) == names
+
+
+def test_tools_import_name_comes_from_wheel_setting(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], {"src/lu_core/__init__.py": "import lu_core.x\n"},
+                 wheel_package="lu_core")
+    make_package(tmp_path, "tracing-core", TC_DEPS,
+                 {"src/lamina_tracing_core/__init__.py": "import lu_core\n"})
+    workspace = check_layers.load_workspace(tmp_path)
+    assert [p.import_names for p in workspace.packages] == [("lu_core",), ("lamina_tracing_core",)]
+    assert findings(tmp_path) == []
+
+
+def test_tools_tests_folder_rules(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], LU_SRC)
+    make_package(tmp_path, "tracing-core", TC_DEPS, {
+        "src/lamina_tracing_core/__init__.py": "",
+        "tests/tc_helpers.py": "",
+        "tests/test_tc_rules.py": """\
+            import numpy, pytest, hypothesis
+            import lamina_linear_util, lamina_tracing_core
+            import tc_helpers
+            from . import tc_helpers as again
+            import lamina_mlir_lowering
+            import jax
+            """,
+    })
+    make_package(tmp_path, "mlir-lowering", ["lamina-tracing-core>=0.1,<0.2"],
+                 {"src/lamina_mlir_lowering/__init__.py": ""})
+    found = [(f.line, f.imported, f.error) for f in findings(tmp_path)]
+    assert found == [(5, "lamina_mlir_lowering", True), (6, "jax", False)]
+    result = run_cli(tmp_path)
+    assert result.returncode == 1
+    assert "test_tc_rules.py:6: warning: test_tc_rules imports jax" in result.stdout
+
+
+def test_tools_strict_turns_warnings_into_errors(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], {**LU_SRC, "tests/test_lu_w.py": "import jax\n"})
+    assert run_cli(tmp_path).returncode == 0
+    assert run_cli(tmp_path, "--strict").returncode == 1
+
+
+def test_tools_higher_layer_dependency_declared(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", ["lamina-tracing-core>=0.1,<0.2"], LU_SRC)
+    make_package(tmp_path, "tracing-core", TC_DEPS, {"src/lamina_tracing_core/__init__.py": ""})
+    (found,) = findings(tmp_path)
+    assert found.path.name == "pyproject.toml" and found.line == 4
+    assert "not a lower layer" in found.why
+
+
+def test_tools_syntax_error_is_a_violation(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], {"src/lamina_linear_util/__init__.py": "def (:\n"})
+    (found,) = findings(tmp_path)
+    assert found.error and "cannot be parsed" in found.why
+
+
+def test_tools_folder_outside_layer_order_is_exit_2(tmp_path: Path) -> None:
+    make_package(tmp_path, "extras", [], {"src/lamina_extras/__init__.py": ""})
+    result = run_cli(tmp_path)
+    assert result.returncode == 2
+    assert "not in the layer order" in result.stderr
+
+
+def test_tools_real_workspace_is_read_in_layer_order() -> None:
+    workspace = check_layers.load_workspace(check_layers.default_root())
+    assert tuple(p.folder for p in workspace.packages) == check_layers.LAYER_ORDER
+    assert [p.import_names for p in workspace.packages] == [
+        ("lamina_linear_util",), ("lamina_tracing_core",), ("lamina_mlir_lowering",),
+        ("lamina_interpreters_pxla",), ("lamina_sharded_jit",), ("lamina",),
+    ]
