@@ -84,7 +84,13 @@ def is_float0(dtype: Any) -> bool:
 def issubdtype(a: Any, b: Any) -> bool:
     """``np.issubdtype`` that also knows ml_dtypes' bfloat16 is a float."""
     if np.dtype(a) == bfloat16:
-        return b in (np.floating, np.inexact, np.number) or np.dtype(b) == bfloat16
+        # numpy's abstract classes don't know ml_dtypes' bfloat16 is a float.
+        if b in (np.floating, np.inexact, np.number, np.generic):
+            return True
+        try:
+            return bool(np.dtype(b) == bfloat16)
+        except TypeError:  # another abstract class (np.integer, np.complexfloating...)
+            return False
     return bool(np.issubdtype(a, b))
 
 

@@ -1,0 +1,95 @@
+"""Random-number primitives: the Threefry-2x32 block cipher, expanded into
+uint32 adds, rotations and xors (20 rounds, Salmon et al., "Parallel random
+numbers: as easy as 1, 2, 3"), and XLA's ``rng_bit_generator``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from lamina_mlir_lowering.hlo_helpers import broadcast_operands, full_like
+from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.types import Value
+
+__all__ = ["RULES", "THREEFRY_ROTATIONS"]
+
+#: The rotation distances of the two alternating groups of four rounds.
+THREEFRY_ROTATIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((13, 15, 26, 6), (17, 29, 16, 24))
+_KEY_PARITY = 0x1BD11BDA
+
+
+def _threefry2x32(ctx: LoweringRuleContext, k1: Value, k2: Value, x1: Value,
+                  x2: Value, **params: Any) -> Sequence[Value]:
+    aval = ctx.avals_out[0]
+    k1, k2, x1, x2 = broadcast_operands(ctx, (k1, k2, x1, x2))
+    consts: dict[int, Value] = {}
+
+    def const(value: int) -> Value:
+        if value not in consts:
+            consts[value] = full_like(np.uint32(value), aval)
+        return consts[value]
+
+    def rotate_left(v: Value, d: int) -> Value:
+        return hlo.or_(hlo.shift_left(v, const(d)), hlo.shift_right_logical(v, const(32 - d)))
+
+    def rounds(x: list[Value], rotations: Sequence[int]) -> Sequence[Value]:
+        a, b = x
+        for r in rotations:
+            a = hlo.add(a, b)
+            b = hlo.xor(rotate_left(b, r), a)
+        return [a, b]
+
+    ks = [k1, k2, hlo.xor(hlo.xor(k1, k2), const(_KEY_PARITY))]
+    x: list[Value] = [hlo.add(x1, ks[0]), hlo.add(x2, ks[1])]
+    for i in range(5):
+        x = list(rounds(x, THREEFRY_ROTATIONS[i % 2]))
+        x = [hlo.add(x[0], ks[(i + 1) % 3]),
+             hlo.add(hlo.add(x[1], ks[(i + 2) % 3]), const(i + 1))]
+    return x
+
+
+_RNG_ALGORITHMS = {0: "DEFAULT", 1: "THREE_FRY", 2: "PHILOX"}
+
+
+def _algorithm_name(algorithm: Any) -> str:
+    name = getattr(algorithm, "name", None)
+    if isinstance(name, str):
+        return name.upper().removeprefix("RNG_")
+    if isinstance(algorithm, str):
+        return algorithm.upper().removeprefix("RNG_")
+    return _RNG_ALGORITHMS[int(algorithm)]
+
+
+def _rng_bit_generator(ctx: LoweringRuleContext, key: Value, *, shape: Sequence[int],
+                       dtype: Any, algorithm: Any = 0, **params: Any) -> Sequence[Value]:
+    """New key and bits. XLA's generator keeps its state as ``u64[2]``; a
+    ``u32[4]`` key (how lamina, like JAX, stores it without x64) is bitcast
+    there and back. 8/16-bit outputs are generated as uint32 and narrowed."""
+    types = ctx.module_context.types
+    key_aval, out_aval = ctx.avals_out
+    u32, u64 = np.dtype(np.uint32), np.dtype(np.uint64)
+    as_u32x4 = key_aval.dtype == u32 and key_aval.shape == (4,)
+    state = key
+    if as_u32x4:
+        pairs = hlo.reshape(types.shaped((2, 2), u32), key)
+        state = hlo.bitcast_convert(types.shaped((2,), u64), pairs)
+    dt = np.dtype(dtype)
+    gen_dtype = dt if dt.itemsize >= 4 else u32
+    algo = hlo.RngAlgorithmAttr.get(_algorithm_name(algorithm))
+    op = hlo.RngBitGeneratorOp(state.type, types.shaped(shape, gen_dtype), algo, state)
+    new_key, bits = op.results[0], op.results[1]
+    if as_u32x4:
+        new_key = hlo.reshape(types.tensor(key_aval),
+                              hlo.bitcast_convert(types.shaped((2, 2), u32), new_key))
+    if gen_dtype != dt:
+        bits = hlo.convert(types.tensor(out_aval), bits)
+    return [new_key, bits]
+
+
+RULES: dict[str, LoweringRule] = {
+    "threefry2x32": _threefry2x32,
+    "rng_bit_generator": _rng_bit_generator,
+}

@@ -1,0 +1,245 @@
+"""Reductions: the monoid reductions, generic ``reduce`` (a body region from
+a jaxpr), argmax/argmin (a variadic reduce over values and indices),
+cumulative reductions and windowed reductions (``reduce_window``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_tracing_core import dtypes
+from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
+
+from lamina_mlir_lowering.hlo_helpers import is_inexact, compare, make_op, max_hlo, min_hlo
+from lamina_mlir_lowering.lowering import lower_sub_jaxpr
+from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.types import Value, dense_i64_array, dense_int_elements, ir_constant
+
+__all__ = ["RULES", "identity_value", "Combiner"]
+
+#: Builds ``combine(a, b)`` for scalars of one dtype inside a reducer region.
+Combiner = Callable[[Value, Value, np.dtype[Any], ir.Type], Value]
+
+
+def _op_combiner(name: str) -> Combiner:
+    return lambda a, b, dtype, t: make_op(name, [t], [a, b]).result
+
+
+def _logaddexp(a: Value, b: Value, dtype: np.dtype[Any], t: ir.Type) -> Value:
+    # max(a, b) + log1p(exp(-|a - b|)), with -inf + -inf staying -inf.
+    hi = max_hlo(a, b, dtype, t)
+    lo = min_hlo(a, b, dtype, t)
+    out = hlo.add(hi, hlo.log_plus_one(hlo.exponential(hlo.subtract(lo, hi))))
+    neg_inf = ir_constant(np.array(-np.inf, dtype))
+    return hlo.select(compare(hi, neg_inf, "EQ", dtype), hi, out)
+
+
+_COMBINERS: dict[str, Combiner] = {
+    "add": _op_combiner("stablehlo.add"), "mul": _op_combiner("stablehlo.multiply"),
+    "max": max_hlo, "min": min_hlo, "and": _op_combiner("stablehlo.and"),
+    "or": _op_combiner("stablehlo.or"), "xor": _op_combiner("stablehlo.xor"),
+    "logaddexp": _logaddexp,
+}
+
+
+def identity_value(monoid: str, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """The identity of ``monoid`` on ``dtype`` (e.g. -inf for max on floats)."""
+    is_bool = dtype == dtypes.bool_
+    inexact = is_inexact(dtype)
+    if monoid in ("add", "or", "xor"):
+        value: Any = 0
+    elif monoid == "mul":
+        value = 1
+    elif monoid in ("max", "logaddexp"):
+        value = False if is_bool else -np.inf if inexact else np.iinfo(dtype).min
+    elif monoid == "min":
+        value = True if is_bool else np.inf if inexact else np.iinfo(dtype).max
+    elif monoid == "and":
+        value = True if is_bool else -1 if dtype.kind == "i" else np.iinfo(dtype).max
+    else:
+        raise ValueError(f"no identity for monoid {monoid!r}")
+    return np.array(value, dtype)
+
+
+def _monoid_reduce(monoid: str) -> LoweringRule:
+    combine = _COMBINERS[monoid]
+
+    def rule(ctx: LoweringRuleContext, x: Value, *, axes: Sequence[int],
+             **params: Any) -> Sequence[Value]:
+        dtype = ctx.avals_in[0].dtype
+        types = ctx.module_context.types
+        scalar = types.shaped((), dtype)
+        init = ir_constant(identity_value(monoid, dtype))
+        op = hlo.ReduceOp([ctx.out_type()], [x], [init], dense_i64_array(axes))
+        block = op.regions[0].blocks.append(scalar, scalar)
+        with ir.InsertionPoint(block):
+            hlo.return_([combine(block.arguments[0], block.arguments[1], dtype, scalar)])
+        return [op.result]
+
+    rule.__name__ = f"lower[reduce_{monoid}]"
+    return rule
+
+
+def _reduce(ctx: LoweringRuleContext, *values: Value, jaxpr: ClosedJaxpr | Jaxpr,
+            dimensions: Sequence[int], **params: Any) -> Sequence[Value]:
+    """Variadic reduce: ``values`` are the operands then their init values;
+    the body is ``jaxpr`` applied to (accumulators..., elements...)."""
+    n = len(values) // 2
+    operands, inits = values[:n], values[n:]
+    init_avals = ctx.avals_in[n:]
+    types = ctx.module_context.types
+    op = hlo.ReduceOp(ctx.out_types(), list(operands), list(inits), dense_i64_array(dimensions))
+    scalar_types = [types.tensor(a) for a in init_avals]
+    block = op.regions[0].blocks.append(*scalar_types, *scalar_types)
+    with ir.InsertionPoint(block):
+        scalars = [ShapedArray((), a.dtype) for a in init_avals]
+        sub = ctx.replace(avals_in=scalars * 2, avals_out=scalars)
+        hlo.return_(lower_sub_jaxpr(sub, jaxpr, list(block.arguments), name="reducer"))
+    return list(op.results)
+
+
+def _argminmax(direction: str) -> LoweringRule:
+    """argmax/argmin: reduce (value, index) pairs. NaN beats every number (it
+    is the max and the min, as in numpy) and ties, NaN ties included, go to
+    the lower index; the combiner is commutative and associative, so XLA may
+    reduce in any order."""
+    monoid = "max" if direction == "GT" else "min"
+
+    def rule(ctx: LoweringRuleContext, x: Value, *, axes: Sequence[int],
+             index_dtype: Any, **params: Any) -> Sequence[Value]:
+        aval = ctx.avals_in[0]
+        (axis,) = axes
+        idx_dtype = np.dtype(index_dtype)
+        types = ctx.module_context.types
+        indices = hlo.iota(types.shaped(aval.shape, idx_dtype), ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), axis))
+        value_type = types.shaped((), aval.dtype)
+        index_type = types.shaped((), idx_dtype)
+        val_init = ir_constant(identity_value(monoid, aval.dtype))
+        idx_init = ir_constant(np.array(0, idx_dtype))
+        out_vals = types.shaped(ctx.avals_out[0].shape, aval.dtype)
+        op = hlo.ReduceOp([out_vals, ctx.out_type()], [x, indices], [val_init, idx_init],
+                          dense_i64_array([axis]))
+        block = op.regions[0].blocks.append(value_type, index_type, value_type, index_type)
+        with ir.InsertionPoint(block):
+            acc_val, acc_idx, val, idx = block.arguments
+            dt = aval.dtype
+            better = compare(val, acc_val, direction, dt)
+            same = compare(val, acc_val, "EQ", dt)
+            if is_inexact(dt):
+                val_nan = compare(val, val, "NE", dt)
+                acc_nan = compare(acc_val, acc_val, "NE", dt)
+                better = hlo.or_(better, hlo.and_(val_nan, hlo.not_(acc_nan)))
+                same = hlo.or_(same, hlo.and_(val_nan, acc_nan))
+            earlier = compare(idx, acc_idx, "LT", idx_dtype)
+            pick = hlo.or_(better, hlo.and_(same, earlier))
+            hlo.return_([hlo.select(pick, val, acc_val), hlo.select(pick, idx, acc_idx)])
+        return [op.results[1]]
+
+    rule.__name__ = f"lower[arg{monoid}]"
+    return rule
+
+
+def reduce_window(ctx: LoweringRuleContext, x: Value, init: Value, combine: Combiner,
+                  dtype: np.dtype[Any], window_dimensions: Sequence[int],
+                  window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
+                  base_dilation: Sequence[int], window_dilation: Sequence[int],
+                  result_type: ir.Type) -> Value:
+    """A single-operand ``stablehlo.reduce_window`` combining with ``combine``."""
+    types = ctx.module_context.types
+    scalar = types.shaped((), dtype)
+    pad = dense_int_elements(np.asarray(padding, np.int64).reshape(len(padding), 2))
+    op = hlo.ReduceWindowOp([result_type], [x], [init], dense_i64_array(window_dimensions),
+                            window_strides=dense_i64_array(window_strides),
+                            base_dilations=dense_i64_array(base_dilation),
+                            window_dilations=dense_i64_array(window_dilation), padding=pad)
+    block = op.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        hlo.return_([combine(block.arguments[0], block.arguments[1], dtype, scalar)])
+    result: Value = op.results[0]
+    return result
+
+
+def _cumulative(monoid: str) -> LoweringRule:
+    """cumsum & co. as a reduce_window whose window spans the whole axis,
+    padded on the leading side (trailing side when ``reverse``)."""
+    combine = _COMBINERS[monoid]
+
+    def rule(ctx: LoweringRuleContext, x: Value, *, axis: int, reverse: bool = False,
+             **params: Any) -> Sequence[Value]:
+        aval = ctx.avals_in[0]
+        n = aval.shape[axis]
+        window = [1] * aval.ndim
+        window[axis] = n
+        padding = [(0, 0)] * aval.ndim
+        padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
+        ones = [1] * aval.ndim
+        init = ir_constant(identity_value(monoid, aval.dtype))
+        return [reduce_window(ctx, x, init, combine, aval.dtype, window, ones, padding,
+                              ones, ones, ctx.out_type())]
+
+    rule.__name__ = f"lower[cum{monoid}]"
+    return rule
+
+
+def _reduce_window_monoid(monoid: str) -> LoweringRule:
+    combine = _COMBINERS[monoid]
+
+    def rule(ctx: LoweringRuleContext, x: Value, *, window_dimensions: Sequence[int],
+             window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
+             base_dilation: Sequence[int], window_dilation: Sequence[int],
+             **params: Any) -> Sequence[Value]:
+        dtype = ctx.avals_in[0].dtype
+        init = ir_constant(identity_value(monoid, dtype))
+        return [reduce_window(ctx, x, init, combine, dtype, window_dimensions, window_strides,
+                              padding, base_dilation, window_dilation, ctx.out_type())]
+
+    return rule
+
+
+def _reduce_window(ctx: LoweringRuleContext, *values: Value, jaxpr: ClosedJaxpr | Jaxpr,
+                   window_dimensions: Sequence[int], window_strides: Sequence[int],
+                   padding: Sequence[tuple[int, int]], base_dilation: Sequence[int],
+                   window_dilation: Sequence[int], consts: Sequence[Any] = (),
+                   **params: Any) -> Sequence[Value]:
+    n = len(values) // 2
+    operands, inits = values[:n], values[n:]
+    init_avals = ctx.avals_in[n:]
+    types = ctx.module_context.types
+    pad = dense_int_elements(np.asarray(padding, np.int64).reshape(len(padding), 2))
+    op = hlo.ReduceWindowOp(ctx.out_types(), list(operands), list(inits),
+                            dense_i64_array(window_dimensions),
+                            window_strides=dense_i64_array(window_strides),
+                            base_dilations=dense_i64_array(base_dilation),
+                            window_dilations=dense_i64_array(window_dilation), padding=pad)
+    scalar_types = [types.tensor(a) for a in init_avals]
+    block = op.regions[0].blocks.append(*scalar_types, *scalar_types)
+    body: ClosedJaxpr | Jaxpr = jaxpr
+    if isinstance(jaxpr, Jaxpr) and jaxpr.constvars:
+        body = ClosedJaxpr(jaxpr, list(consts))
+    with ir.InsertionPoint(block):
+        scalars = [ShapedArray((), a.dtype) for a in init_avals]
+        sub = ctx.replace(avals_in=scalars * 2, avals_out=scalars)
+        hlo.return_(lower_sub_jaxpr(sub, body, list(block.arguments), name="reducer"))
+    return list(op.results)
+
+
+RULES: dict[str, LoweringRule] = {
+    "reduce_sum": _monoid_reduce("add"), "reduce_prod": _monoid_reduce("mul"),
+    "reduce_max": _monoid_reduce("max"), "reduce_min": _monoid_reduce("min"),
+    "reduce_and": _monoid_reduce("and"), "reduce_or": _monoid_reduce("or"),
+    "reduce_xor": _monoid_reduce("xor"),
+    "reduce": _reduce,
+    "argmax": _argminmax("GT"), "argmin": _argminmax("LT"),
+    "cumsum": _cumulative("add"), "cumprod": _cumulative("mul"),
+    "cummax": _cumulative("max"), "cummin": _cumulative("min"),
+    "cumlogsumexp": _cumulative("logaddexp"),
+    "reduce_window_sum": _reduce_window_monoid("add"),
+    "reduce_window_max": _reduce_window_monoid("max"),
+    "reduce_window_min": _reduce_window_monoid("min"),
+    "reduce_window": _reduce_window,
+}

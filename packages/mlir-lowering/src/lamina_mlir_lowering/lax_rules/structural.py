@@ -1,0 +1,125 @@
+"""Shape-changing primitives: iota, broadcasts, reshapes, transposes, pads,
+concatenation, slicing and dynamic (update) slicing, split."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from lamina_mlir_lowering.hlo_helpers import convert_hlo
+from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.types import Value, dense_i64_array, i64_attr
+
+__all__ = ["RULES", "common_index_type"]
+
+
+def _iota(ctx: LoweringRuleContext, *, dimension: int, **params: Any) -> Sequence[Value]:
+    return [hlo.iota(ctx.out_type(), i64_attr(dimension))]
+
+
+def _broadcast_in_dim(ctx: LoweringRuleContext, x: Value, *dyn: Value,
+                      broadcast_dimensions: Sequence[int], **params: Any) -> Sequence[Value]:
+    if dyn:
+        raise ctx.error("broadcast_in_dim with dynamic shapes is not supported")
+    return [hlo.broadcast_in_dim(ctx.out_type(), x, dense_i64_array(broadcast_dimensions))]
+
+
+def _reshape(ctx: LoweringRuleContext, x: Value, *dyn: Value,
+             dimensions: Sequence[int] | None = None, **params: Any) -> Sequence[Value]:
+    if dyn:
+        raise ctx.error("reshape with dynamic shapes is not supported")
+    if dimensions is not None and tuple(dimensions) != tuple(range(len(dimensions))):
+        x = hlo.transpose(x, dense_i64_array(dimensions))
+    return [hlo.reshape(ctx.out_type(), x)]
+
+
+def _squeeze(ctx: LoweringRuleContext, x: Value, **params: Any) -> Sequence[Value]:
+    return [hlo.reshape(ctx.out_type(), x)]
+
+
+def _expand_dims(ctx: LoweringRuleContext, x: Value, **params: Any) -> Sequence[Value]:
+    return [hlo.reshape(ctx.out_type(), x)]
+
+
+def _transpose(ctx: LoweringRuleContext, x: Value, *, permutation: Sequence[int],
+               **params: Any) -> Sequence[Value]:
+    return [hlo.transpose(x, dense_i64_array(permutation))]
+
+
+def _rev(ctx: LoweringRuleContext, x: Value, *, dimensions: Sequence[int],
+         **params: Any) -> Sequence[Value]:
+    return [hlo.reverse(x, dense_i64_array(dimensions))]
+
+
+def _pad(ctx: LoweringRuleContext, x: Value, padding_value: Value, *,
+         padding_config: Sequence[tuple[int, int, int]], **params: Any) -> Sequence[Value]:
+    # StableHLO's pad takes negative edge padding (it crops), like lax.pad.
+    low, high, interior = zip(*padding_config) if padding_config else ((), (), ())
+    return [hlo.pad(x, padding_value, dense_i64_array(low), dense_i64_array(high),
+                    dense_i64_array(interior))]
+
+
+def _concatenate(ctx: LoweringRuleContext, *xs: Value, dimension: int,
+                 **params: Any) -> Sequence[Value]:
+    return [hlo.concatenate(list(xs), i64_attr(dimension))]
+
+
+def _slice(ctx: LoweringRuleContext, x: Value, *, start_indices: Sequence[int],
+           limit_indices: Sequence[int], strides: Sequence[int] | None = None,
+           **params: Any) -> Sequence[Value]:
+    steps = strides if strides is not None else (1,) * len(start_indices)
+    return [hlo.slice(x, dense_i64_array(start_indices), dense_i64_array(limit_indices),
+                      dense_i64_array(steps))]
+
+
+def common_index_type(ctx: LoweringRuleContext, indices: Sequence[Value],
+                      avals: Sequence[Any]) -> Sequence[Value]:
+    """Scalar start indices converted to one integer type (StableHLO wants
+    them alike); the widest of the given ones, signed if any is signed."""
+    if not indices:
+        return []
+    dts = {a.dtype for a in avals}
+    if len(dts) == 1:
+        return list(indices)
+    target = max(dts, key=lambda d: (d.itemsize, d.kind == "i"))
+    return [convert_hlo(x, a, a.update(dtype=target)) for x, a in zip(indices, avals)]
+
+
+def _dynamic_slice(ctx: LoweringRuleContext, x: Value, *starts: Value,
+                   slice_sizes: Sequence[int], **params: Any) -> Sequence[Value]:
+    # XLA clamps the start indices so the slice stays in bounds, as lax specifies.
+    idx = common_index_type(ctx, starts, ctx.avals_in[1:])
+    return [hlo.dynamic_slice(x, idx, dense_i64_array(slice_sizes))]
+
+
+def _dynamic_update_slice(ctx: LoweringRuleContext, x: Value, update: Value,
+                          *starts: Value, **params: Any) -> Sequence[Value]:
+    idx = common_index_type(ctx, starts, ctx.avals_in[2:])
+    return [hlo.dynamic_update_slice(x, update, idx)]
+
+
+def _split(ctx: LoweringRuleContext, x: Value, *, sizes: Sequence[int], axis: int,
+           **params: Any) -> Sequence[Value]:
+    aval = ctx.avals_in[0]
+    outs = []
+    start = 0
+    for size in sizes:
+        limits = list(aval.shape)
+        starts = [0] * aval.ndim
+        starts[axis] = start
+        limits[axis] = start + int(size)
+        outs.append(hlo.slice(x, dense_i64_array(starts), dense_i64_array(limits),
+                              dense_i64_array([1] * aval.ndim)))
+        start += int(size)
+    return outs
+
+
+RULES: dict[str, LoweringRule] = {
+    "iota": _iota, "broadcast_in_dim": _broadcast_in_dim, "reshape": _reshape,
+    "squeeze": _squeeze, "expand_dims": _expand_dims, "transpose": _transpose, "rev": _rev,
+    "pad": _pad, "concatenate": _concatenate, "slice": _slice,
+    "dynamic_slice": _dynamic_slice, "dynamic_update_slice": _dynamic_update_slice,
+    "split": _split,
+}

@@ -1,0 +1,102 @@
+"""``loc(...)`` attributes for operations, built once per distinct source.
+
+An operation lowered from an equation gets
+``loc(fused["user.py":12:4, "jit(f)/jvp(g)/mul"])``: the user's file, line and
+column fused with a name location holding the op's name path (the module's
+name stack, the equation's own name stack, the primitive's name). XLA turns
+exactly this form into ``op_name`` plus ``source_file``/``source_line``
+metadata on the HLO instruction (a name wrapped around the file location
+would give only a stack-frame id).
+
+Many operations share a location (every op of one user line under the same
+name path), so ``LocationCache`` returns the same attribute for the same key
+and records which equation first used it, so a verifier error can name it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxlib.mlir import ir
+from lamina_tracing_core.source_info import SourceInfo
+
+__all__ = ["LocationCache", "op_name_path"]
+
+_Key = tuple[str, str | None, int, int]
+
+
+def op_name_path(prefix: str, source_info: SourceInfo | None, op_name: str) -> str:
+    """``prefix/name/stack/op_name`` with empty parts left out."""
+    parts = [prefix] if prefix else []
+    if source_info is not None and source_info.name_stack.stack:
+        parts.append(str(source_info.name_stack))
+    if op_name:
+        parts.append(op_name)
+    return "/".join(parts)
+
+
+class LocationCache:
+    """Locations of one lowering, keyed by (name path, file, line, column)."""
+
+    __slots__ = ("_locs", "_origin", "_tables", "_file_locs")
+
+    def __init__(self) -> None:
+        self._locs: dict[_Key, ir.Location] = {}
+        self._origin: dict[_Key, Any] = {}
+        self._tables: dict[str, dict[tuple[SourceInfo | None, str], ir.Location]] = {}
+        self._file_locs: dict[tuple[str, int, int], ir.Location] = {}
+
+    def table(self, prefix: str) -> dict[tuple[SourceInfo | None, str], ir.Location]:
+        """The ``(source_info, op_name) -> location`` cache under ``prefix``
+        (read it directly on hot paths; ``for_equation`` fills it)."""
+        table = self._tables.get(prefix)
+        if table is None:
+            table = self._tables[prefix] = {}
+        return table
+
+    def for_equation(self, prefix: str, source_info: SourceInfo | None, op_name: str,
+                     origin: Any = None) -> ir.Location:
+        """The location of an op lowered from an equation (``origin``, kept
+        for error messages) with ``source_info``, under name path ``prefix``."""
+        table = self.table(prefix)
+        key = (source_info, op_name)
+        loc = table.get(key)
+        if loc is None:
+            name = op_name_path(prefix, source_info, op_name)
+            frame = source_info.frame if source_info is not None else None
+            if frame is None:
+                loc = self.named(name, None, 0, 0, origin)
+            else:
+                loc = self.named(name, frame.file_name, frame.line, frame.column, origin)
+            table[key] = loc
+        return loc
+
+    def named(self, name: str, file: str | None = None, line: int = 0, column: int = 0,
+              origin: Any = None) -> ir.Location:
+        """``loc(fused["file":line:column, "name"])``, or ``loc("name")`` without a file."""
+        key = (name, file, line, column)
+        loc = self._locs.get(key)
+        if loc is None:
+            if file is None:
+                loc = ir.Location.name(name)
+            else:
+                loc = ir.Location.fused([self.file(file, line, column), ir.Location.name(name)])
+            self._locs[key] = loc
+            self._origin[key] = origin
+        return loc
+
+    def file(self, file: str, line: int, column: int) -> ir.Location:
+        key = (file, line, column)
+        loc = self._file_locs.get(key)
+        if loc is None:
+            loc = self._file_locs[key] = ir.Location.file(file, line, column)
+        return loc
+
+    def origin_of(self, location: ir.Location) -> Any:
+        """The equation that first used ``location`` (None if unknown); slow,
+        meant for error reporting only."""
+        text = str(location)
+        for key, loc in self._locs.items():
+            if str(loc) == text:
+                return self._origin.get(key)
+        return None

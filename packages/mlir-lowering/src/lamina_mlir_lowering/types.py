@@ -1,0 +1,202 @@
+"""From avals and numpy values to MLIR types, attributes and constants.
+
+The mapping follows XLA's (and JAX's): ``bool`` is ``i1``, signed integers are
+signless ``iN``, unsigned integers are ``uiN``, floats keep their width
+(``bf16``, ``f16``, ``f32``, ``f64``, the fp8 family), complex types are
+``complex<f32>``/``complex<f64>``, and ``float0`` (the tangent type of integer
+values) is ``i1`` with the same shape, holding zeros.
+
+Everything here needs an active ``ir.Context`` (``with ctx:``). ``TypeCache``
+keeps the types of one context, so a lowering builds each tensor type once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import ml_dtypes
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+from typing_extensions import TypeAlias
+from lamina_tracing_core import dtypes
+from lamina_tracing_core.avals import ShapedArray
+
+__all__ = [
+    "Value", "dtype_to_ir_type", "aval_to_ir_type", "TypeCache", "type_cache",
+    "dense_elements_attr", "ir_constant", "dense_i64_array", "dense_int_elements", "i64_attr",
+]
+
+
+if TYPE_CHECKING:
+    #: An MLIR SSA value of any type (jaxlib's stubs make ``ir.Value`` generic).
+    Value: TypeAlias = ir.Value[Any]
+else:
+    Value = ir.Value
+
+
+def _signless(bits: int) -> Callable[[], ir.Type]:
+    return lambda: ir.IntegerType.get_signless(bits)
+
+
+def _unsigned(bits: int) -> Callable[[], ir.Type]:
+    return lambda: ir.IntegerType.get_unsigned(bits)
+
+
+def _complex(part: Callable[[], ir.Type]) -> Callable[[], ir.Type]:
+    return lambda: ir.ComplexType.get(part())
+
+
+_DTYPE_TO_IR: dict[np.dtype[Any], Callable[[], ir.Type]] = {
+    dtypes.float0: _signless(1),
+    np.dtype(np.bool_): _signless(1),
+    np.dtype(np.int8): _signless(8),
+    np.dtype(np.int16): _signless(16),
+    np.dtype(np.int32): _signless(32),
+    np.dtype(np.int64): _signless(64),
+    np.dtype(np.uint8): _unsigned(8),
+    np.dtype(np.uint16): _unsigned(16),
+    np.dtype(np.uint32): _unsigned(32),
+    np.dtype(np.uint64): _unsigned(64),
+    np.dtype(ml_dtypes.int4): _signless(4),
+    np.dtype(ml_dtypes.uint4): _unsigned(4),
+    np.dtype(ml_dtypes.bfloat16): ir.BF16Type.get,
+    np.dtype(np.float16): ir.F16Type.get,
+    np.dtype(np.float32): ir.F32Type.get,
+    np.dtype(np.float64): ir.F64Type.get,
+    np.dtype(np.complex64): _complex(ir.F32Type.get),
+    np.dtype(np.complex128): _complex(ir.F64Type.get),
+    np.dtype(ml_dtypes.float8_e4m3fn): ir.Float8E4M3FNType.get,
+    np.dtype(ml_dtypes.float8_e4m3fnuz): ir.Float8E4M3FNUZType.get,
+    np.dtype(ml_dtypes.float8_e4m3b11fnuz): ir.Float8E4M3B11FNUZType.get,
+    np.dtype(ml_dtypes.float8_e5m2): ir.Float8E5M2Type.get,
+    np.dtype(ml_dtypes.float8_e5m2fnuz): ir.Float8E5M2FNUZType.get,
+}
+
+
+def dtype_to_ir_type(dtype: Any) -> ir.Type:
+    """The MLIR element type of ``dtype`` in the current context."""
+    dt = np.dtype(dtype)
+    make = _DTYPE_TO_IR.get(dt)
+    if make is None:
+        raise TypeError(f"dtype_to_ir_type: no MLIR type for dtype {dt}")
+    return make()
+
+
+def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
+    """``tensor<shape x element>`` for ``aval`` in the current context."""
+    return type_cache().tensor(aval)
+
+
+class TypeCache:
+    """The types and small constant attributes of one context, built once each.
+
+    Keys are avals (hashable, value-compared) or ``(shape, dtype)`` pairs; the
+    values are only valid in the context the cache belongs to.
+    """
+
+    __slots__ = ("context", "_elements", "_tensors", "_shaped", "_scalar_attrs",
+                 "__weakref__")
+
+    def __init__(self, context: ir.Context):
+        self.context = context
+        self._elements: dict[np.dtype[Any], ir.Type] = {}
+        self._tensors: dict[ShapedArray, ir.RankedTensorType] = {}
+        self._shaped: dict[tuple[tuple[int, ...], np.dtype[Any]], ir.RankedTensorType] = {}
+        self._scalar_attrs: dict[tuple[np.dtype[Any], bytes], ir.DenseElementsAttr] = {}
+
+    def element(self, dtype: np.dtype[Any]) -> ir.Type:
+        t = self._elements.get(dtype)
+        if t is None:
+            with self.context:
+                t = self._elements[dtype] = dtype_to_ir_type(dtype)
+        return t
+
+    def tensor(self, aval: ShapedArray) -> ir.RankedTensorType:
+        t = self._tensors.get(aval)
+        if t is None:
+            t = self._tensors[aval] = self.shaped(aval.shape, aval.dtype)
+        return t
+
+    def shaped(self, shape: Sequence[int], dtype: Any) -> ir.RankedTensorType:
+        key = (tuple(shape), np.dtype(dtype))
+        t = self._shaped.get(key)
+        if t is None:
+            with self.context:
+                t = self._shaped[key] = ir.RankedTensorType.get(key[0], self.element(key[1]))
+        return t
+
+    def scalar_attr(self, value: np.ndarray[Any, Any]) -> ir.DenseElementsAttr:
+        """The dense attribute of a 0-d array, uniqued by dtype and bytes."""
+        key = (value.dtype, value.tobytes())
+        attr = self._scalar_attrs.get(key)
+        if attr is None:
+            with self.context:
+                attr = self._scalar_attrs[key] = dense_elements_attr(value)
+        return attr
+
+
+_caches: weakref.WeakKeyDictionary[ir.Context, TypeCache] = weakref.WeakKeyDictionary()
+
+
+def type_cache(context: ir.Context | None = None) -> TypeCache:
+    """The ``TypeCache`` of ``context`` (default: the current context)."""
+    ctx = ir.Context.current if context is None else context
+    cache = _caches.get(ctx)
+    if cache is None:
+        cache = _caches[ctx] = TypeCache(ctx)
+    return cache
+
+
+def dense_elements_attr(value: Any, dtype: Any = None) -> ir.DenseElementsAttr:
+    """A dense attribute holding ``value`` (a numpy array or scalar).
+
+    The MLIR element type is always passed explicitly, which is what makes
+    unsigned types (otherwise signless), bfloat16, fp8 and int4 (otherwise
+    rejected by the buffer protocol) come out right; float0 is stored as
+    zeros of type i1, and non-contiguous arrays are copied."""
+    arr = np.asarray(value, dtype=dtype)
+    if arr.dtype == dtypes.float0:
+        arr = np.zeros(arr.shape, np.bool_)
+    element = dtype_to_ir_type(arr.dtype)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")  # (np.ascontiguousarray would make 0-d arrays 1-d)
+    attr: ir.DenseElementsAttr = ir.DenseElementsAttr.get(cast(Any, arr), type=element)
+    return attr
+
+
+def ir_constant(value: Any, dtype: Any = None) -> Value:
+    """A ``stablehlo.constant`` (or a broadcast of one) equal to ``value``.
+
+    An array with zero strides (``np.broadcast_to``, ``np.zeros_like`` of a
+    broadcast) is emitted as a constant of its distinct part broadcast to
+    the full shape, so big splats don't become big literals."""
+    arr = np.asarray(value, dtype=dtype)
+    if arr.dtype == dtypes.float0:
+        arr = np.zeros(arr.shape, np.bool_)
+    if arr.ndim == 0:
+        return hlo.constant(type_cache().scalar_attr(arr))
+    if arr.size > 1 and 0 in arr.strides:
+        kept = [ax for ax in range(arr.ndim) if arr.strides[ax] != 0]
+        index = tuple(slice(None) if ax in kept else 0 for ax in range(arr.ndim))
+        core = ir_constant(arr[index].copy(order="C"))
+        return hlo.broadcast_in_dim(type_cache().shaped(arr.shape, arr.dtype), core,
+                                    dense_i64_array(kept))
+    return hlo.constant(dense_elements_attr(arr))
+
+
+def dense_int_elements(values: Any) -> ir.DenseIntElementsAttr:
+    """A dense i64 elements attribute (replica groups, pairs, paddings)."""
+    arr = np.array(values, dtype=np.int64, order="C")
+    attr: ir.DenseIntElementsAttr = ir.DenseIntElementsAttr.get(cast(Any, arr))
+    return attr
+
+
+def dense_i64_array(values: Sequence[int]) -> ir.DenseI64ArrayAttr:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def i64_attr(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
