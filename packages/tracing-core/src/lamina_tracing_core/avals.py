@@ -22,9 +22,9 @@ class ShapedArray:
     array_abstraction_level = 1
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = bool(weak_type)
+        self.shape: tuple[int, ...] = tuple(int(d) for d in shape)
+        self.dtype: np.dtype[Any] = np.dtype(dtype)
+        self.weak_type: bool = bool(weak_type)
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
     @property

@@ -241,6 +241,6 @@ def check_user_dtype(dtype: Any, *, fun_name: str = "lamina") -> np.dtype[Any]:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"{fun_name}: {dtype!r} is not a valid dtype") from e
-    if dt.kind in "OSUVMm" and dt != float0:
+    if dt.kind in "OSUVMm" and dt != float0 and dt.type.__module__ != "ml_dtypes":
         raise TypeError(f"{fun_name}: dtype {dt} is not a valid lamina array type")
     return canonicalize_dtype(dt)

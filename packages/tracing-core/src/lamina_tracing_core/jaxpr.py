@@ -118,13 +118,10 @@ class JaxprDebugInfo:
         """Resolves a linear-util ``TracingDebugInfo`` for a traced jaxpr."""
         if dbg is None:
             return JaxprDebugInfo(traced_for, None, (None,) * num_args, (None,) * num_results)
-        paths = dbg.result_paths() if callable(dbg.result_paths) else dbg.result_paths
-        names = tuple(dbg.arg_names)
-        return JaxprDebugInfo(
-            dbg.traced_for, dbg.func_src_info,
-            names if len(names) == num_args else (None,) * num_args,
-            tuple(paths) if paths is not None and len(paths) == num_results
-            else (None,) * num_results)
+        # safe_*: names whose count does not fit (or paths not known yet) are None
+        return JaxprDebugInfo(dbg.traced_for, dbg.func_src_info,
+                              tuple(dbg.safe_arg_names(num_args)),
+                              tuple(dbg.safe_result_paths(num_results)))
 
     def replace(self, **changes: Any) -> JaxprDebugInfo:
         return replace(self, **changes)

@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import lamina_tracing_core.core as core
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.effects import Effects
 
@@ -49,6 +48,13 @@ class Primitive:
 
     def bind(self, *args: Any, **params: Any) -> Any:
         return core.bind(self, args, params)
+
+    def get_bind_params(self, params: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """How an equation's params are re-bound when a jaxpr is evaluated:
+        ``(subfuns, bind_params)`` with ``prim.bind(*subfuns, *args,
+        **bind_params)``. Final-style primitives (pmap, custom_jvp) turn the
+        jaxprs in their params back into ``WrappedFun``s here."""
+        return [], params
 
     def __repr__(self) -> str:
         return self.name
@@ -98,3 +104,7 @@ def abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict[str, A
         raise MissingRuleError(f"primitive {prim.name} has no abstract evaluation rule")
     out = rule(*avals, **params)
     return list(out) if prim.multiple_results else [out]
+
+
+# Imported last: core imports this module's names, and Primitive.bind needs core.
+import lamina_tracing_core.core as core  # noqa: E402

@@ -7,7 +7,8 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 #: Files under these directories are lamina's own, never "the user's line".
 _internal_dirs: list[str] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
@@ -22,12 +23,29 @@ def register_internal_directory(path: str) -> None:
         _internal_file_cache.clear()
 
 
-@dataclass(frozen=True)
 class Frame:
-    file_name: str
-    line: int
-    function_name: str
-    column: int = 0
+    """A user source line: file, line, function (an immutable value)."""
+
+    __slots__ = ("file_name", "line", "function_name", "column")
+
+    def __init__(self, file_name: str, line: int, function_name: str, column: int = 0):
+        self.file_name = file_name
+        self.line = line
+        self.function_name = function_name
+        self.column = column
+
+    def _key(self) -> tuple[str, int, str, int]:
+        return (self.file_name, self.line, self.function_name, self.column)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Frame) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Frame(file_name={self.file_name!r}, line={self.line}, "
+                f"function_name={self.function_name!r})")
 
 
 @dataclass(frozen=True)
@@ -49,15 +67,27 @@ class NameStack:
         return "/".join(self.stack)
 
 
-@dataclass(frozen=True)
 class SourceInfo:
-    """The user frame and name stack of one equation."""
+    """The user frame and name stack of one equation (an immutable value)."""
 
-    frame: Frame | None
-    name_stack: NameStack = field(default_factory=NameStack)
+    __slots__ = ("frame", "name_stack")
+
+    def __init__(self, frame: Frame | None, name_stack: NameStack | None = None):
+        self.frame = frame
+        self.name_stack = _EMPTY_NAME_STACK if name_stack is None else name_stack
 
     def replace_name_stack(self, name_stack: NameStack) -> SourceInfo:
         return SourceInfo(self.frame, name_stack)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, SourceInfo) and self.frame == other.frame
+                and self.name_stack == other.name_stack)
+
+    def __hash__(self) -> int:
+        return hash((self.frame, self.name_stack))
+
+    def __repr__(self) -> str:
+        return f"SourceInfo({self.frame!r}, {self.name_stack!r})"
 
     def __str__(self) -> str:
         if self.frame is None:
@@ -65,9 +95,15 @@ class SourceInfo:
         return f"{self.frame.file_name}:{self.frame.line} ({self.frame.function_name})"
 
 
+_EMPTY_NAME_STACK = NameStack()
+
+
 class _NameStackState(threading.local):
     def __init__(self) -> None:
         self.name_stack = NameStack()
+        # While a jaxpr is re-traced (eval_jaxpr), the equation being replayed
+        # provides the user frame: the line that wrote it originally.
+        self.frame_override: Frame | None = None
 
 
 _state = _NameStackState()
@@ -111,14 +147,39 @@ def _is_internal(file_name: str) -> bool:
 
 def user_frame() -> Frame | None:
     """The innermost frame on the Python stack that is not lamina's own code."""
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
+    cache = _internal_file_cache
     while frame is not None:
         code = frame.f_code
-        if not _is_internal(code.co_filename):
-            return Frame(code.co_filename, frame.f_lineno, code.co_name)
-        frame = frame.f_back  # type: ignore[assignment]
+        file_name = code.co_filename
+        internal = cache.get(file_name)
+        if internal is None:
+            internal = _is_internal(file_name)
+        if not internal:
+            return Frame(file_name, frame.f_lineno, code.co_name)
+        frame = frame.f_back
     return None
 
 
 def current_source_info() -> SourceInfo:
+    """The source info a new equation gets: the user's frame (or, while a jaxpr
+    is replayed, the frame of the equation being replayed) and the name stack."""
+    override = _state.frame_override
+    if override is not None:
+        return SourceInfo(override, _state.name_stack)
     return SourceInfo(user_frame(), _state.name_stack)
+
+
+def set_frame_override(frame: Frame | None) -> Frame | None:
+    """Sets the frame new equations get (``None`` to walk the stack again);
+    returns the previous one so the caller can restore it."""
+    previous = _state.frame_override
+    _state.frame_override = frame
+    return previous
+
+
+def set_name_stack(stack: NameStack) -> NameStack:
+    """Sets the current name stack; returns the previous one."""
+    previous = _state.name_stack
+    _state.name_stack = stack
+    return previous

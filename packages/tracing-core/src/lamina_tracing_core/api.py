@@ -1,0 +1,682 @@
+"""The user-facing transformations: ``jvp``, ``linearize``, ``vjp``, ``grad``,
+``value_and_grad``, ``jacfwd``, ``jacrev``, ``hessian``, ``vmap``,
+``make_jaxpr`` and ``eval_jaxpr``, with JAX's signatures and semantics.
+
+Each builds a ``TracingDebugInfo`` for the user function (argument names,
+result paths) so that every jaxpr it produces names its inputs and outputs
+and every trace-time error names the function and argument concerned.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lamina_linear_util import api_util
+from lamina_linear_util import tree_util as tu
+from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
+from lamina_tracing_core import ad, batching, core, dtypes
+from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
+
+__all__ = [
+    "ShapeDtypeStruct", "eval_jaxpr", "grad", "hessian", "jacfwd", "jacrev", "jvp",
+    "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap",
+]
+
+
+class ShapeDtypeStruct:
+    """The shape and dtype of an array (what ``make_jaxpr(return_shape=True)``
+    returns for each output)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def _aval_of(x: Any) -> ShapedArray:
+    if isinstance(x, core.Tracer):
+        return x.aval
+    return get_aval(x)
+
+
+def _traced_fun(traced_for: str, fun: Callable[..., Any], args: Sequence[Any],
+                kwargs: dict[str, Any], *, static_argnums: Sequence[int] = (),
+                static_argnames: Sequence[str] = ()) -> WrappedFun:
+    """``fun`` as a WrappedFun with its debug info and result paths."""
+    api_util.check_callable(fun)
+    dbg = api_util.debug_info(traced_for, fun, args, kwargs, static_argnums=static_argnums,
+                              static_argnames=static_argnames)
+    wrapped, _ = api_util.result_paths(wrap_init(fun, debug_info=dbg))
+    return wrapped
+
+
+# --- make_jaxpr ----------------------------------------------------------------------------
+def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[Any, int]] | None = None,
+               return_shape: bool = False, abstracted_axes: Any = None
+               ) -> Callable[..., Any]:
+    """``make_jaxpr(f)(*args, **kwargs)`` traces ``f`` and returns the
+    ``ClosedJaxpr`` (with ``return_shape``, also the output shapes as
+    ``ShapeDtypeStruct``s). The jaxpr's debug info names the arguments
+    (``x``, ``y['hi']``) and results; ``axis_env`` binds named axes
+    (``[('i', 4)]``). ``f`` may close over tracers of enclosing
+    transformations: they become constants of the ClosedJaxpr."""
+    if abstracted_axes is not None:
+        raise TypeError("make_jaxpr: abstracted_axes (dynamic shapes) is not supported by "
+                        "lamina; pass arrays of concrete shapes")
+    static = api_util.ensure_index_tuple(static_argnums, what="static_argnums")
+
+    @functools.wraps(fun)
+    def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
+        f = _traced_fun("make_jaxpr", fun, args, kwargs, static_argnums=static)
+        if static:
+            f, dyn_args = api_util.argnums_partial_except(f, static, args, allow_invalid=True)
+        else:
+            dyn_args = tuple(args)
+        args_flat, in_tree = tu.tree_flatten((dyn_args, kwargs))
+        flat_fun, out_tree = api_util.flatten_fun(f, in_tree)
+        in_avals = [_aval_of(x) for x in args_flat]
+        with core.extend_axis_env_nd(list(axis_env or ())):
+            jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
+        closed = ClosedJaxpr(jaxpr, consts)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in out_avals]
+            return closed, tu.tree_unflatten(out_tree(), shapes)
+        return closed
+
+    make_jaxpr_f.__name__ = f"make_jaxpr({make_jaxpr_f.__name__})"
+    return make_jaxpr_f
+
+
+def eval_jaxpr(jaxpr: Jaxpr | ClosedJaxpr, consts: Sequence[Any], *args: Any,
+               propagate_source_info: bool = True) -> list[Any]:
+    """Evaluates a jaxpr (see ``core.eval_jaxpr``)."""
+    inner = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    return core.eval_jaxpr(inner, consts, *args, propagate_source_info=propagate_source_info)
+
+
+# --- jvp and linearize ---------------------------------------------------------------------------
+def _check_jvp_args(primals: Any, tangents: Any) -> tuple[list[Any], list[Any], Any]:
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    primals_flat, tree = tu.tree_flatten(primals)
+    tangents_flat, tangent_tree = tu.tree_flatten(tangents)
+    if tree != tangent_tree:
+        raise TypeError("primal and tangent arguments to jvp must have the same tree "
+                        f"structure; primals have tree structure {tree} whereas tangents "
+                        f"have tree structure {tangent_tree}.")
+    names = _flat_arg_names(primals)
+    out_tangents: list[Any] = []
+    for name, p, t in zip(names, primals_flat, tangents_flat):
+        p_aval, t_aval = _aval_of(p), _aval_of(t)
+        if p_aval.shape != t_aval.shape:
+            raise ValueError("jvp called with different primal and tangent shapes;"
+                             f"Got primal shape {p_aval.shape} and tangent shape as "
+                             f"{t_aval.shape} (for {name})")
+        expected = tangent_aval(p_aval).dtype
+        if t_aval.dtype != expected:
+            raise TypeError(
+                "primal and tangent arguments to jvp do not match; dtypes must be equal, or "
+                "in case of int/bool primal dtype the tangent dtype must be float0."
+                f"Got primal dtype {p_aval.dtype} and so expected tangent dtype {expected}, "
+                f"but got tangent dtype {t_aval.dtype} instead (for {name}).")
+        out_tangents.append(Zero(t_aval) if t_aval.dtype == dtypes.float0 else t)
+    return primals_flat, out_tangents, tree
+
+
+def _flat_arg_names(primals: Sequence[Any]) -> list[str]:
+    pairs, _ = tu.tree_flatten_with_path(tuple(primals))
+    return [f"primals{tu.keystr(path)}" for path, _ in pairs]
+
+
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> Any:
+    """``(primals_out, tangents_out)`` (and ``aux``): ``fun`` evaluated at
+    ``primals`` with its Jacobian-vector product with ``tangents``."""
+    api_util.check_callable(fun)
+    primals_flat, tangents_flat, in_tree = _check_jvp_args(primals, tangents)
+    f = _traced_fun("jvp", fun, tuple(primals), {})
+    if has_aux:
+        flat_fun, trees = api_util.flatten_fun_nokwargs2(f, in_tree)
+        flat_fun, n_main = transformation_with_aux(_concat_aux, flat_fun)
+        outs_p, outs_t = ad.jvp(flat_fun, primals_flat, tangents_flat)
+        n = n_main()
+        out_tree, aux_tree = trees()
+        primals_out = tu.tree_unflatten(out_tree, outs_p[:n])
+        tangents_out = tu.tree_unflatten(out_tree, [instantiate_zeros(t) for t in outs_t[:n]])
+        aux = tu.tree_unflatten(aux_tree, outs_p[n:])
+        return primals_out, tangents_out, aux
+    flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
+    outs_p, outs_t = ad.jvp(flat_fun, primals_flat, tangents_flat)
+    return (tu.tree_unflatten(out_tree_thunk(), outs_p),
+            tu.tree_unflatten(out_tree_thunk(), [instantiate_zeros(t) for t in outs_t]))
+
+
+def _concat_aux(inner: Callable[..., Any], store: Any, *args: Any) -> list[Any]:
+    outs, aux = inner(*args)
+    store.store(len(outs))
+    return list(outs) + list(aux)
+
+
+def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
+    """``(primals_out, f_jvp)`` (and ``aux``): ``f_jvp(*tangents)`` evaluates
+    the linearized function (the JVP at ``primals``) on new tangents."""
+    api_util.check_callable(fun)
+    f = _traced_fun("linearize", fun, primals, {})
+    primals_flat, in_tree = tu.tree_flatten(primals)
+    if has_aux:
+        flat_fun, trees = api_util.flatten_fun_nokwargs2(f, in_tree)
+        lin = ad.linearize(flat_fun, primals_flat, has_aux=True)
+        out_tree, aux_tree = trees()
+    else:
+        flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
+        lin = ad.linearize(flat_fun, primals_flat)
+        out_tree = out_tree_thunk()
+    in_avals = [tangent_aval(_aval_of(p)) for p in primals_flat]
+    jaxpr, consts = lin.jaxpr, lin.consts
+
+    def f_jvp(*tangents: Any) -> Any:
+        tangents_flat, tree = tu.tree_flatten(tangents)
+        if tree != in_tree:
+            raise TypeError(f"linearized function called on tangents with tree structure "
+                            f"{tree}, expected {in_tree}")
+        for t, aval in zip(tangents_flat, in_avals):
+            t_aval = _aval_of(t)
+            if t_aval.shape != aval.shape:
+                raise ValueError(f"linearized function called with tangent of shape "
+                                 f"{t_aval.shape}, expected {aval.shape}")
+        outs = core.eval_jaxpr(jaxpr, consts, *tangents_flat)
+        return tu.tree_unflatten(out_tree, outs)
+
+    out = tu.tree_unflatten(out_tree, lin.out_primals)
+    if has_aux:
+        return out, f_jvp, tu.tree_unflatten(aux_tree, lin.aux)
+    return out, f_jvp
+
+
+# --- vjp ---------------------------------------------------------------------------------------
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
+        reduce_axes: Sequence[Any] = ()) -> Any:
+    """``(primals_out, vjp_fn)`` (and ``aux``): ``vjp_fn(cotangents)`` pulls
+    cotangents of the outputs back to the inputs (a tuple, one per primal)."""
+    api_util.check_callable(fun)
+    f = _traced_fun("vjp", fun, primals, {})
+    return _vjp(f, primals, has_aux=has_aux)
+
+
+def _vjp(f: WrappedFun, primals: Sequence[Any], *, has_aux: bool) -> Any:
+    primals_flat, in_tree = tu.tree_flatten(tuple(primals))
+    if has_aux:
+        flat_fun, trees = api_util.flatten_fun_nokwargs2(f, in_tree)
+        out_primals, vjp_flat, aux_flat = ad.vjp(flat_fun, primals_flat, has_aux=True)
+        out_tree, aux_tree = trees()
+    else:
+        flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
+        out_primals, vjp_flat, _ = ad.vjp(flat_fun, primals_flat)
+        out_tree = out_tree_thunk()
+    out_avals = [_aval_of(o) for o in out_primals]
+    primal_avals = [_aval_of(p) for p in primals_flat]
+
+    def vjp_fn(cotangents: Any) -> tuple[Any, ...]:
+        cts_flat, ct_tree = tu.tree_flatten(cotangents)
+        if ct_tree != out_tree:
+            raise ValueError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                             f"structure of primal output {out_tree}.")
+        checked = []
+        for ct, aval in zip(cts_flat, out_avals):
+            ct_aval = _aval_of(ct)
+            want = tangent_aval(aval)
+            if ct_aval.shape != aval.shape:
+                raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                                 f"{ct_aval.shape} must be the same as the shape of "
+                                 f"corresponding primal input {aval.shape}.")
+            if ct_aval.dtype != want.dtype and not ct_aval.weak_type:
+                raise ValueError(f"Type of cotangent input to vjp pullback function "
+                                 f"({ct_aval.dtype}) is not the expected tangent type "
+                                 f"({want.dtype}) of corresponding primal output with "
+                                 f"dtype {aval.dtype}.")
+            checked.append(Zero(want) if want.dtype == dtypes.float0 else ct)
+        arg_cts = vjp_flat(*checked)
+        arg_cts = [_fix_ct_dtype(ct, aval) for ct, aval in zip(arg_cts, primal_avals)]
+        return tuple(tu.tree_unflatten(in_tree, arg_cts))
+
+    out = tu.tree_unflatten(out_tree, out_primals)
+    if has_aux:
+        return out, vjp_fn, tu.tree_unflatten(aux_tree, aux_flat)
+    return out, vjp_fn
+
+
+def _fix_ct_dtype(ct: Any, aval: ShapedArray) -> Any:
+    want = tangent_aval(aval)
+    if want.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
+    return ct
+
+
+# --- grad --------------------------------------------------------------------------------------
+def _check_input_dtype_grad(holomorphic: bool, allow_int: bool, name: str | None,
+                            x: Any) -> None:
+    aval = _aval_of(x)
+    dt = aval.dtype
+    where = f" (argument {name})" if name else ""
+    if holomorphic and not dtypes.is_complex(dt):
+        raise TypeError("grad with holomorphic=True requires inputs with complex dtype, "
+                        f"but got {dt.name}{where}.")
+    if not dtypes.is_inexact(dt) and not allow_int:
+        raise TypeError("grad requires real- or complex-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.inexact), but got {dt.name}{where}. If you want to "
+                        "use Boolean- or integer-valued inputs, use vjp or set allow_int to "
+                        "True.")
+
+
+def _check_output_dtype_grad(holomorphic: bool, x: Any) -> None:
+    dt = _aval_of(x).dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif dtypes.is_complex(dt):
+        raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For holomorphic "
+                        "differentiation, pass holomorphic=True. For differentiation of "
+                        "non-holomorphic functions involving complex outputs, use vjp "
+                        "directly.")
+    elif not dtypes.is_floating(dt):
+        raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For differentiation of "
+                        "functions with integer outputs, use jax.vjp directly.")
+
+
+def _check_scalar(x: Any, fun_name: str) -> None:
+    msg = "Gradient only defined for scalar-output functions. Output {}."
+    try:
+        aval = _aval_of(x)
+    except TypeError as e:
+        raise TypeError(msg.format(f"was {x}")) from e
+    if aval.shape != ():
+        raise TypeError(msg.format(f"had shape: {aval.shape}"))
+
+
+def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False,
+         reduce_axes: Sequence[Any] = ()) -> Callable[..., Any]:
+    """The gradient of scalar-valued ``fun`` with respect to the arguments
+    ``argnums`` (an int gives one gradient, a tuple a tuple of them)."""
+    value_and_grad_f = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "grad")
+
+    @functools.wraps(fun)
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
+        if has_aux:
+            (_, aux), g = value_and_grad_f(*args, **kwargs)
+            return g, aux
+        _, g = value_and_grad_f(*args, **kwargs)
+        return g
+
+    return grad_f
+
+
+def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False, holomorphic: bool = False, allow_int: bool = False,
+                   reduce_axes: Sequence[Any] = ()) -> Callable[..., Any]:
+    """``(value, gradient)`` of scalar-valued ``fun`` (see ``grad``)."""
+    return _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "value_and_grad")
+
+
+def _diff_fun(traced_for: str, fun: Callable[..., Any], argnums: int | Sequence[int],
+              args: Sequence[Any], kwargs: dict[str, Any]
+              ) -> tuple[WrappedFun, tuple[Any, ...]]:
+    """``fun`` as a WrappedFun of the ``argnums`` arguments only, its debug
+    info naming exactly their leaves."""
+    api_util.check_callable(fun)
+    nums = api_util.ensure_index_tuple(argnums, what="argnums")
+    if not args:
+        raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                        f"{max(nums) + 1 if nums else 1} positional arguments to be passed "
+                        f"by the caller, but got only 0 positional arguments.")
+    for i in nums:
+        if not -len(args) <= i < len(args):
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                            f"least {max(nums) + 1} positional arguments to be passed by the "
+                            f"caller, but got only {len(args)} positional arguments.")
+    dyn = tuple(i % len(args) for i in nums)
+    static = [i for i in range(len(args)) if i not in dyn]
+    dbg = api_util.debug_info(traced_for, fun, args, kwargs, static_argnums=static,
+                              static_argnames=list(kwargs))
+    target = functools.partial(fun, **kwargs) if kwargs else fun
+    f, _ = api_util.result_paths(wrap_init(target, debug_info=dbg))
+    f, dyn_args = api_util.argnums_partial(f, dyn, args, require_static_args_hashable=False)
+    if len(set(dyn)) != len(dyn):
+        raise ValueError(f"argnums {argnums} has repeated entries")
+    if dyn != tuple(sorted(dyn)):
+        # debug_info names leaves in argument order; argnums_partial passes them in
+        # argnums order: reorder the names to match.
+        names = _names_in_argnum_order(dbg.arg_names, args, dyn)
+        f = f.replace_debug_info(f.debug_info.with_arg_names(names)
+                                 if f.debug_info is not None else None)
+    return f, dyn_args
+
+
+def _names_in_argnum_order(names: Sequence[str | None], args: Sequence[Any],
+                           dyn: Sequence[int]) -> list[str | None]:
+    counts = {i: len(tu.tree_leaves(args[i])) for i in dyn}
+    by_arg: dict[int, list[str | None]] = {}
+    it = iter(names)
+    for i in sorted(dyn):
+        by_arg[i] = [next(it) for _ in range(counts[i])]
+    return [n for i in dyn for n in by_arg[i]]
+
+
+def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool,
+                    holomorphic: bool, allow_int: bool, traced_for: str
+                    ) -> Callable[..., Any]:
+    @functools.wraps(fun)
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+        f, dyn_args = _diff_fun(traced_for, fun, argnums, args, kwargs)
+        names = f.debug_info.arg_names if f.debug_info is not None else ()
+        leaves = tu.tree_leaves(dyn_args)
+        for i, leaf in enumerate(leaves):
+            _check_input_dtype_grad(holomorphic, allow_int,
+                                    names[i] if i < len(names) else None, leaf)
+        if has_aux:
+            ans, vjp_py, aux = _vjp(f, dyn_args, has_aux=True)
+        else:
+            ans, vjp_py = _vjp(f, dyn_args, has_aux=False)
+        _check_scalar(ans, getattr(fun, "__name__", "function"))
+        _check_output_dtype_grad(holomorphic, ans)
+        g = vjp_py(np.ones((), _aval_of(ans).dtype))
+        g = g[0] if isinstance(argnums, int) else g
+        if has_aux:
+            return (ans, aux), g
+        return ans, g
+
+    return value_and_grad_f
+
+
+# --- Jacobians -----------------------------------------------------------------------------------
+def _std_basis(flat_avals: Sequence[ShapedArray], dtype: Any) -> list[np.ndarray[Any, Any]]:
+    """One basis matrix per input: identity rows split by input, reshaped."""
+    sizes = [a.size for a in flat_avals]
+    total = sum(sizes)
+    eye = np.eye(total, dtype=dtype)
+    out, start = [], 0
+    for a, n in zip(flat_avals, sizes):
+        out.append(eye[:, start:start + n].reshape((total,) + a.shape))
+        start += n
+    return out
+
+
+def _jac_dtype(avals: Sequence[ShapedArray], holomorphic: bool) -> Any:
+    dts = [a.dtype for a in avals]
+    return dtypes.result_type(*dts) if dts else dtypes.default_float_dtype()
+
+
+def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable[..., Any]:
+    """The Jacobian of ``fun`` by forward mode (one JVP per input element,
+    vmapped). Output ``[out..., in...]``."""
+    from lamina_tracing_core.lax import structural
+
+    @functools.wraps(fun)
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        f, dyn_args = _diff_fun("jacfwd", fun, argnums, args, kwargs)
+        leaves, in_tree = tu.tree_flatten(dyn_args)
+        names = f.debug_info.arg_names if f.debug_info is not None else ()
+        for i, leaf in enumerate(leaves):
+            _check_input_dtype_jac(holomorphic, names[i] if i < len(names) else None, leaf,
+                                   "jacfwd")
+        avals = [_aval_of(x) for x in leaves]
+        basis = _std_basis(avals, _jac_dtype(avals, holomorphic))
+        if has_aux:
+            flat_fun, trees = api_util.flatten_fun_nokwargs2(f, in_tree)
+            flat_fun, n_main = transformation_with_aux(_concat_aux, flat_fun)
+        else:
+            flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
+
+        counts: list[int] = []
+
+        def pushfwd(*tangents: Any) -> list[Any]:
+            outs_p, outs_t = ad.jvp(flat_fun, leaves, list(tangents))
+            counts.append(len(outs_p))
+            return list(outs_p) + list(outs_t)
+
+        def out_dims() -> tuple[int | None, ...]:
+            # primal outputs do not depend on the tangents; the Jacobian
+            # columns go last
+            return (None,) * counts[-1] + (-1,) * counts[-1]
+
+        total = sum(a.size for a in avals)
+        batched = batching.batch_fun(wrap_init(pushfwd), batching.AxisData(None, total),
+                                     [0] * len(basis), out_dims)
+        outs = list(batched.call_wrapped(*basis))
+        n_all = len(outs) // 2
+        n = n_main() if has_aux else n_all
+        ys, jac_cols = outs[:n_all], outs[n_all:]
+        jacs = []
+        for y, col in zip(ys[:n], jac_cols[:n]):
+            pieces = _split_last(col, avals, _aval_of(y).shape, structural)
+            tree = tu.tree_unflatten(in_tree, pieces)
+            jacs.append(tree[0] if isinstance(argnums, int) else tree)
+        if has_aux:
+            out_tree, aux_tree = trees()
+            return (tu.tree_unflatten(out_tree, jacs),
+                    tu.tree_unflatten(aux_tree, ys[n:]))
+        return tu.tree_unflatten(out_tree_thunk(), jacs)
+
+    return jacfun
+
+
+def _check_input_dtype_jac(holomorphic: bool, name: str | None, x: Any, api: str) -> None:
+    dt = _aval_of(x).dtype
+    where = f" (argument {name})" if name else ""
+    if holomorphic and not dtypes.is_complex(dt):
+        raise TypeError(f"{api} with holomorphic=True requires inputs with complex dtype, "
+                        f"but got {dt.name}{where}.")
+    if not dtypes.is_inexact(dt):
+        raise TypeError(f"{api} requires real- or complex-valued inputs (input dtype that is "
+                        f"a sub-dtype of np.inexact), but got {dt.name}{where}. If you want "
+                        f"to use Boolean- or integer-valued inputs, use vjp or set allow_int "
+                        f"to True.")
+
+
+def _split_last(col: Any, avals: Sequence[ShapedArray], out_shape: tuple[int, ...],
+                structural: Any) -> list[Any]:
+    """Splits the trailing input-element axis of a Jacobian block per input
+    and reshapes each piece to ``out_shape + in_shape``."""
+    pieces, start = [], 0
+    nd = len(out_shape)
+    for a in avals:
+        n = a.size
+        limits = list(out_shape) + [start + n]
+        starts = [0] * nd + [start]
+        piece = structural.slice(col, starts, limits)
+        pieces.append(structural.reshape(piece, tuple(out_shape) + a.shape))
+        start += n
+    return pieces
+
+
+def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable[..., Any]:
+    """The Jacobian of ``fun`` by reverse mode (one VJP per output element,
+    vmapped). Output ``[out..., in...]``."""
+    from lamina_tracing_core.lax import structural
+
+    @functools.wraps(fun)
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        f, dyn_args = _diff_fun("jacrev", fun, argnums, args, kwargs)
+        leaves, in_tree = tu.tree_flatten(dyn_args)
+        names = f.debug_info.arg_names if f.debug_info is not None else ()
+        for i, leaf in enumerate(leaves):
+            if not allow_int:
+                _check_input_dtype_jac(holomorphic, names[i] if i < len(names) else None, leaf,
+                                       "jacrev")
+        if has_aux:
+            flat_fun, trees = api_util.flatten_fun_nokwargs2(f, in_tree)
+            out_flat, vjp_flat, aux_flat = ad.vjp(flat_fun, leaves, has_aux=True)
+            out_tree, aux_tree = trees()
+        else:
+            flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
+            out_flat, vjp_flat, _ = ad.vjp(flat_fun, leaves)
+            out_tree = out_tree_thunk()
+        out_avals = [_aval_of(y) for y in out_flat]
+        in_avals = [_aval_of(x) for x in leaves]
+        basis = _std_basis(out_avals, _jac_dtype(out_avals, holomorphic))
+        total = sum(a.size for a in out_avals)
+        pull = wrap_init(lambda *cts: vjp_flat(*cts))
+        batched = batching.batch_fun(pull, batching.AxisData(None, total), [0] * len(basis),
+                                     lambda: (0,) * len(in_avals))
+        rows = list(batched.call_wrapped(*basis))  # per input: [total, *in_shape]
+        # rows[j][k] = d out_flat_element_k / d in_j ; reshape per output.
+        jac_per_out: list[list[Any]] = [[] for _ in out_avals]
+        for row, in_aval in zip(rows, in_avals):
+            start = 0
+            for i, oa in enumerate(out_avals):
+                n = oa.size
+                piece = structural.slice(row, [start] + [0] * in_aval.ndim,
+                                         [start + n] + list(in_aval.shape))
+                jac_per_out[i].append(structural.reshape(piece, oa.shape + in_aval.shape))
+                start += n
+        jacs = []
+        for pieces in jac_per_out:
+            tree = tu.tree_unflatten(in_tree, pieces)
+            jacs.append(tree[0] if isinstance(argnums, int) else tree)
+        out = tu.tree_unflatten(out_tree, jacs)
+        if has_aux:
+            return out, tu.tree_unflatten(aux_tree, aux_flat)
+        return out
+
+    return jacfun
+
+
+def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable[..., Any]:
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
+
+
+# --- vmap ----------------------------------------------------------------------------------------
+def _check_axis_spec(name: str, spec: Any) -> None:
+    leaves = tu.tree_leaves(spec, is_leaf=lambda x: x is None)
+    for leaf in leaves:
+        if leaf is not None and not isinstance(leaf, (int, np.integer)):
+            raise TypeError(f"vmap {name} must be an int, None, or (nested) container with "
+                            f"those types as leaves, but got {leaf!r}.")
+
+
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
+         axis_name: Any = None, axis_size: int | None = None,
+         spmd_axis_name: Any = None) -> Callable[..., Any]:
+    """Vectorizes ``fun`` over the axes ``in_axes`` of its arguments (a prefix
+    pytree of the positional arguments: int, None, or containers of them),
+    putting the mapped axis of the outputs at ``out_axes``. ``axis_name``
+    binds a named axis for collectives (``psum(x, axis_name)``)."""
+    api_util.check_callable(fun)
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple))):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries "
+                        "corresponding to the positional arguments passed to the function, "
+                        f"but got {in_axes}.")
+    _check_axis_spec("in_axes", in_axes)
+    _check_axis_spec("out_axes", out_axes)
+
+    @functools.wraps(fun)
+    def vmap_f(*args: Any, **kwargs: Any) -> Any:
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
+                             "corresponding to the positional arguments passed to the "
+                             f"function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}")
+        f = _traced_fun("vmap", fun, args, kwargs)
+        args_flat, in_tree = tu.tree_flatten((tuple(args), kwargs))
+        in_dims = api_util.flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True,
+                                        tupled_args=True)
+        names = f.debug_info.arg_names if f.debug_info is not None else ()
+        size = _mapped_axis_size(fun, args_flat, in_dims, names, axis_size)
+        in_dims = [None if d is None else int(d) % max(_aval_of(x).ndim, 1)
+                   for x, d in zip(args_flat, in_dims)]
+        flat_fun, out_tree = api_util.flatten_fun(f, in_tree)
+
+        def out_dims() -> tuple[int | None, ...]:
+            tree = out_tree()
+            dims = api_util.flatten_axes("vmap out_axes", tree, out_axes)
+            return tuple(dims)
+
+        axis_data = batching.AxisData(axis_name, size, spmd_axis_name)
+        # negative out_axes count from the end of each batched output;
+        # matchaxis/moveaxis normalize them once the output rank is known
+        batched = batching.batch_fun(flat_fun, axis_data, in_dims, out_dims)
+        outs = batched.call_wrapped(*args_flat)
+        return tu.tree_unflatten(out_tree(), outs)
+
+    return vmap_f
+
+
+def _mapped_axis_size(fun: Callable[..., Any], args_flat: Sequence[Any],
+                      in_dims: Sequence[Any], names: Sequence[str | None],
+                      axis_size: int | None) -> int:
+    sizes: list[tuple[int, int, str, ShapedArray]] = []
+    d: Any
+    for i, (x, d) in enumerate(zip(args_flat, in_dims)):
+        if d is None:
+            continue
+        aval = _aval_of(x)
+        given = names[i] if i < len(names) else None
+        name = given if given is not None else f"args[{i}]"
+        if not -aval.ndim <= d < aval.ndim:
+            raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
+                             f"implies that its rank should be at least {d + 1 if d >= 0 else -d}"
+                             f", but is only {aval.ndim} (its shape is {aval.shape}) for "
+                             f"argument {name}")
+        sizes.append((aval.shape[d], d % aval.ndim, name, aval))
+    if not sizes:
+        if axis_size is None:
+            raise ValueError("vmap must have at least one non-None value in in_axes or "
+                             "axis_size must be specified")
+        return int(axis_size)
+    distinct = {s for s, _, _, _ in sizes}
+    if axis_size is not None:
+        distinct.add(int(axis_size))
+    if len(distinct) == 1:
+        return distinct.pop()
+    lines = []
+    if axis_size is not None:
+        lines.append(f"  * axis_size was given as {axis_size}")
+    shown: set[int] = set()
+    for s, d, name, aval in sizes:
+        if s not in shown:
+            shown.add(s)
+            dims = ",".join(map(str, aval.shape))
+            lines.append(f"  * one axis had size {s}: axis {d} of argument {name} of type "
+                         f"{aval.dtype.name}[{dims}]")
+    raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
+                     + ";\n".join(lines))

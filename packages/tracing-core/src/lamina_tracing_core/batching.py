@@ -1,0 +1,513 @@
+"""Batching (``vmap``): BatchTrace and the utilities batching rules use.
+
+A batched value is a ``BatchTracer(val, batch_dim)``: ``val`` carries one extra
+axis, ``batch_dim``, of the batch size; ``not_mapped`` (``None``) marks a value
+the same for every batch element.
+
+Rule conventions:
+
+- ``primitives.batching_rules[prim](batched_args, batch_dims, **params) ->
+  (out, out_dims)``: plain rules, called only when some argument is batched.
+- ``fancy_primitive_batchers[prim](axis_data, batched_args, batch_dims,
+  **params) -> (out, out_dims)``: rules that need the axis (its size, name,
+  spmd name) — collectives over the vmapped named axis and higher-order
+  primitives that batch their inner jaxprs with ``batch_jaxpr``. They are
+  called even when no argument is batched (``psum`` of an unbatched value
+  over the vmapped axis multiplies by the axis size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import lamina_tracing_core.core as core
+from lamina_tracing_core.ad_util import Zero
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.core import MainTrace, Trace, Tracer
+from lamina_tracing_core.jaxpr import ClosedJaxpr
+from lamina_tracing_core.primitives import MissingRuleError, Primitive, batching_rules
+
+if TYPE_CHECKING:
+    from lamina_linear_util.linear_util import WrappedFun
+
+#: The batch dim of an unbatched value.
+not_mapped = None
+
+
+class AxisData:
+    """The vmapped axis: ``name`` (or None), ``size``, and ``spmd_name``."""
+
+    __slots__ = ("name", "size", "spmd_name")
+
+    def __init__(self, name: object, size: int, spmd_name: object = None):
+        self.name = name
+        self.size = size
+        self.spmd_name = spmd_name
+
+    def __repr__(self) -> str:
+        return f"AxisData(name={self.name!r}, size={self.size}, spmd_name={self.spmd_name!r})"
+
+
+#: rule(axis_data, batched_args, batch_dims, **params) -> (out, out_dims)
+fancy_primitive_batchers: dict[Primitive, Callable[..., Any]] = {}
+
+
+def _structural() -> Any:
+    from lamina_tracing_core.lax import structural
+    return structural
+
+
+def moveaxis(x: Any, src: int, dst: int) -> Any:
+    """``x`` with axis ``src`` moved to position ``dst`` (negative allowed)."""
+    ndim = get_aval(x).ndim
+    src, dst = src % ndim, dst % ndim
+    if src == dst:
+        return x
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return _structural().transpose(x, tuple(perm))
+
+
+def broadcast(x: Any, size: int, axis: int) -> Any:
+    """An unbatched ``x`` given a new axis of ``size`` at position ``axis``."""
+    aval = get_aval(x)
+    shape = list(aval.shape)
+    axis = axis % (len(shape) + 1)
+    dims = tuple(i if i < axis else i + 1 for i in range(len(shape)))
+    shape.insert(axis, size)
+    return _structural().broadcast_in_dim(x, tuple(shape), dims)
+
+
+def bdim_at_front(x: Any, bdim: int | None, size: int) -> Any:
+    """``x`` with its batch dim first; an unbatched ``x`` is broadcast."""
+    if bdim is not_mapped:
+        return broadcast(x, size, 0)
+    return moveaxis(x, bdim, 0)
+
+
+def matchaxis(src: int | None, dst: int | None, x: Any, size: int) -> Any:
+    """``x`` (batched at ``src``) with its batch dim at ``dst``: moved,
+    broadcast when unbatched, or an error when ``dst`` is unbatched but ``x``
+    is not."""
+    if src == dst:
+        return x
+    if src is not_mapped:
+        return broadcast(x, size, dst)  # type: ignore[arg-type]
+    if dst is not_mapped:
+        raise ValueError(f"cannot unbatch a value batched along axis {src}")
+    return moveaxis(x, src, dst)
+
+
+# --- the batch trace ---------------------------------------------------------------------
+
+
+class BatchTracer(Tracer):
+    """A batched value: ``val`` with the batch axis at ``batch_dim``."""
+
+    __slots__ = ("val", "batch_dim", "_aval")
+
+    def __init__(self, trace: Trace, val: Any, batch_dim: int | None):
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+        self._aval: ShapedArray | None = None
+
+    @property
+    def aval(self) -> ShapedArray:
+        aval = self._aval
+        if aval is None:
+            full = get_aval(self.val)
+            d = self.batch_dim
+            aval = full if d is None else full.update(shape=full.shape[:d] + full.shape[d + 1:])
+            self._aval = aval
+        return aval
+
+    def full_lower(self) -> Any:
+        if self.batch_dim is not_mapped:
+            return core.full_lower(self.val)
+        return self
+
+    def _origin_message(self) -> str:
+        main = self._trace.main
+        return (f"The error occurred while tracing {main.describe_function()}: the value "
+                f"is batched (it differs across the vmapped axis), so it has no single "
+                f"concrete value.")
+
+    def _origin_source_info(self) -> Any:
+        val = self.val
+        return val._origin_source_info() if isinstance(val, Tracer) else None
+
+
+class BatchTrace(Trace):
+    """Vectorizes every primitive along the batch axis (``main.payload['axis_data']``)."""
+
+    __slots__ = ("axis_data",)
+
+    def __init__(self, main: MainTrace):
+        super().__init__(main)
+        self.axis_data: AxisData = main.payload["axis_data"]
+
+    def pure(self, val: Any) -> BatchTracer:
+        return BatchTracer(self, val, not_mapped)
+
+    def lift(self, tracer: Tracer) -> BatchTracer:
+        return self.pure(tracer)
+
+    def process_primitive(self, primitive: Primitive, tracers: list[Any],
+                          params: dict[str, Any]) -> Any:
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        fancy = fancy_primitive_batchers.get(primitive)
+        if fancy is not None:
+            out, out_dims = fancy(self.axis_data, vals, dims, **params)
+        elif all(d is not_mapped for d in dims):
+            return primitive.bind(*vals, **params)
+        else:
+            rule = batching_rules.get(primitive)
+            if rule is None:
+                raise MissingRuleError(
+                    f"Batching rule for '{primitive.name}' not implemented")
+            out, out_dims = rule(vals, dims, **params)
+        if primitive.multiple_results:
+            return [BatchTracer(self, x, d) for x, d in zip(out, out_dims)]
+        return BatchTracer(self, out, out_dims)
+
+    def process_map(self, primitive: core.MapPrimitive, fun: WrappedFun, tracers: list[Any],
+                    params: dict[str, Any]) -> list[Any]:
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        if all(d is not_mapped for d in dims):
+            out: list[Any] = primitive.bind(fun, *vals, **params)
+            return out
+        in_axes = tuple(params["in_axes"])
+        # Where both the map and the batch use an argument's axes: the map's
+        # axis is removed inside, so a batch dim after it shifts down by one;
+        # a batch dim at or before it pushes the map axis up by one.
+        new_in_axes = tuple(ax + 1 if ax is not None and d is not None and d <= ax else ax
+                            for d, ax in zip(dims, in_axes))
+        inner_dims = tuple(d - 1 if ax is not None and d is not None and ax < d else d
+                           for d, ax in zip(dims, in_axes))
+        fun_b, out_dims = batch_subtrace(fun, self.main, inner_dims)
+        out_axes_thunk = params["out_axes_thunk"]
+
+        def new_out_axes_thunk() -> tuple[int | None, ...]:
+            return tuple(ax + 1 if ax is not None and d is not None and d < ax else ax
+                         for ax, d in zip(out_axes_thunk(), out_dims()))
+
+        new_params = dict(params, in_axes=new_in_axes, out_axes_thunk=new_out_axes_thunk)
+        new_params = core.update_map_params(primitive, new_params, list(range(len(vals))))
+        outs = primitive.bind(fun_b, *vals, **new_params)
+        final_dims = [d + 1 if ax is not None and d is not None and ax <= d else d
+                      for d, ax in zip(out_dims(), out_axes_thunk())]
+        return [BatchTracer(self, v, d) for v, d in zip(outs, final_dims)]
+
+    def post_process_map(self, primitive: core.MapPrimitive, out_tracers: list[Any],
+                         params: dict[str, Any]) -> tuple[list[Any], Any]:
+        vals = [t.val for t in out_tracers]
+        dims = [t.batch_dim for t in out_tracers]
+        seen_axes: list[tuple[Any, ...]] = []
+
+        def out_axes_transform(out_axes: tuple[Any, ...]) -> tuple[Any, ...]:
+            # the map stacks each body output at its out axis: a batch dim
+            # before that axis pushes the axis one further out
+            seen_axes.append(tuple(out_axes))
+            return tuple(ax + 1 if ax is not None and d is not None and d < ax else ax
+                         for ax, d in zip(out_axes, dims))
+
+        def todo(outs: list[Any]) -> list[Any]:
+            out_axes = seen_axes[-1]
+            return [BatchTracer(self, v, d + 1 if ax is not None and d is not None
+                                and ax <= d else d)
+                    for v, d, ax in zip(outs, dims, out_axes)]
+
+        return vals, (todo, out_axes_transform)
+
+    def process_custom_jvp_call(self, primitive: Primitive, fun: WrappedFun,
+                                jvp: WrappedFun, tracers: list[Any], *,
+                                symbolic_zeros: bool) -> list[Any]:
+        vals = [t.val for t in tracers]
+        dims = tuple(t.batch_dim for t in tracers)
+        fun_b, out_dims1 = batch_subtrace(fun, self.main, dims)
+        jvp_b, out_dims2 = batch_custom_jvp_subtrace(jvp, self.main, dims)
+        outs = core.bind_custom_jvp(primitive, fun_b, jvp_b, vals,
+                                    symbolic_zeros=symbolic_zeros)
+        out_dims = _first_filled(out_dims1, out_dims2)
+        return [BatchTracer(self, v, d) for v, d in zip(outs, out_dims)]
+
+    def process_custom_vjp_call(self, primitive: Primitive, fun: WrappedFun,
+                                fwd: WrappedFun, bwd: Any, tracers: list[Any], *,
+                                out_trees: Callable[[], Any], symbolic_zeros: bool) -> list[Any]:
+        vals = [t.val for t in tracers]
+        dims = tuple(t.batch_dim for t in tracers)
+        fwd_dims = tuple(x for d in dims for x in (d, not_mapped))
+        fun_b, out_dims1 = batch_subtrace(fun, self.main, dims)
+        fwd_b, out_dims2 = batch_subtrace(fwd, self.main, fwd_dims)
+
+        def bwd_in_dims() -> tuple[int | None, ...]:
+            _, res_tree, input_fwds = out_trees()
+            fwd_out = out_dims2()
+            num_res_out = res_tree.num_leaves - sum(f is not None for f in input_fwds)
+            res_dims = iter(fwd_out[:num_res_out])
+            full_res = [next(res_dims) if f is None else dims[f] for f in input_fwds]
+            return (*full_res, *fwd_out[num_res_out:])
+
+        bwd_b = batch_custom_vjp_bwd(bwd, self.axis_data, bwd_in_dims, dims)
+        outs = core.bind_custom_vjp(primitive, fun_b, fwd_b, bwd_b, vals, out_trees=out_trees,
+                                    symbolic_zeros=symbolic_zeros)
+        try:
+            out_dims = list(out_dims1())
+        except Exception:
+            _, res_tree, input_fwds = out_trees()
+            num_res_out = res_tree.num_leaves - sum(f is not None for f in input_fwds)
+            out_dims = list(out_dims2())[num_res_out:]
+        return [BatchTracer(self, v, d) for v, d in zip(outs, out_dims)]
+
+
+def _first_filled(*thunks: Callable[[], Any]) -> list[Any]:
+    from lamina_linear_util.errors import StoreError
+    for i, thunk in enumerate(thunks):
+        try:
+            dims = list(thunk())
+        except StoreError:
+            continue
+        return dims if i == 0 else dims[:len(dims) // 2]
+    raise StoreError("neither the function nor its custom JVP ran")
+
+
+# --- batching WrappedFuns ------------------------------------------------------------------
+def _batch_subtrace(inner: Callable[..., Any], store: Any, main: MainTrace,
+                    in_dims: tuple[int | None, ...], *args: Any) -> list[Any]:
+    trace = main.trace
+    in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
+                  for x, d in zip(args, in_dims)]
+    outs = inner(*in_tracers)
+    out_vals, out_dims = [], []
+    for o in outs:
+        t = trace.full_raise(o)
+        out_vals.append(t.val)
+        out_dims.append(t.batch_dim)
+    store.store(tuple(out_dims))
+    return out_vals
+
+
+def batch_subtrace(fun: WrappedFun, main: MainTrace, in_dims: Sequence[int | None]
+                   ) -> tuple[WrappedFun, Callable[[], tuple[int | None, ...]]]:
+    """``fun`` on batched values (batch dims ``in_dims``) under the existing
+    BatchTrace ``main``; the thunk gives the output batch dims."""
+    from lamina_linear_util.linear_util import transformation_with_aux
+    new_fun, out_dims = transformation_with_aux(_batch_subtrace, fun, main, tuple(in_dims))
+    return _with_vmap_name(new_fun, fun), out_dims
+
+
+def _with_vmap_name(new_fun: WrappedFun, fun: WrappedFun) -> WrappedFun:
+    dbg = fun.debug_info
+    if dbg is None:
+        return new_fun
+    from lamina_tracing_core.ad import _wrap_src
+    return new_fun.replace_debug_info(dbg.replace(func_src_info=_wrap_src(dbg.func_src_info,
+                                                                          "vmap")))
+
+
+def _batch_custom_jvp(inner: Callable[..., Any], store: Any, main: MainTrace,
+                      in_dims: tuple[int | None, ...], *args: Any) -> list[Any]:
+    trace = main.trace
+    assert isinstance(trace, BatchTrace)
+    size = trace.axis_data.size
+    in_tracers: list[Any] = []
+    for x, d in zip(args, in_dims + in_dims):
+        if type(x) is Zero:
+            full = x.aval
+            in_tracers.append(Zero(full.update(shape=full.shape[:d] + full.shape[d + 1:]))
+                              if d is not None else x)
+        else:
+            in_tracers.append(BatchTracer(trace, x, d) if d is not None else x)
+    outs = list(inner(*in_tracers))
+    m = len(outs) // 2
+    primals = [trace.full_raise(o) for o in outs[:m]]
+    tangents = outs[m:]
+    out_vals: list[Any] = [p.val for p in primals]
+    out_dims: list[int | None] = [p.batch_dim for p in primals]
+    tangent_vals = []
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        if type(t) is Zero or t is None:
+            full = p.val
+            d = out_dims[i]
+            aval = get_aval(full)
+            tangent_vals.append(Zero(aval) if type(t) is Zero or t is None else t)
+            continue
+        tt = trace.full_raise(t)
+        if tt.batch_dim != out_dims[i]:
+            if out_dims[i] is None:  # the primal is unbatched but its tangent is not
+                out_vals[i] = broadcast(out_vals[i], size, tt.batch_dim)
+                out_dims[i] = tt.batch_dim
+                tangent_vals.append(tt.val)
+            else:
+                tangent_vals.append(matchaxis(tt.batch_dim, out_dims[i], tt.val, size))
+        else:
+            tangent_vals.append(tt.val)
+    store.store(tuple(out_dims) * 2)
+    return out_vals + tangent_vals
+
+
+def batch_custom_jvp_subtrace(jvp: WrappedFun, main: MainTrace, in_dims: Sequence[int | None]
+                              ) -> tuple[WrappedFun, Callable[[], tuple[int | None, ...]]]:
+    """A custom JVP function (``(*primals, *tangents) -> [*primals_out,
+    *tangents_out]``) batched with the primals' dims (tangents alike); each
+    output tangent is moved to its primal's batch dim."""
+    from lamina_linear_util.linear_util import transformation_with_aux
+    new_fun, out_dims = transformation_with_aux(_batch_custom_jvp, jvp, main, tuple(in_dims))
+    return _with_vmap_name(new_fun, jvp), out_dims
+
+
+def batch_custom_vjp_bwd(bwd: Any, axis_data: AxisData,
+                         in_dims: Callable[[], Sequence[int | None]],
+                         out_dim_dests: Sequence[int | None]) -> WrappedFun:
+    """A custom VJP's ``bwd`` (a WrappedFun ``(*res, *cts) -> cts_in``) as a
+    freshly vmapped function: its inputs batched at ``in_dims()``, its
+    outputs moved to the primal inputs' dims (summed where those are not
+    batched)."""
+    from lamina_linear_util.linear_util import wrap_init
+
+    def new_bwd(*args: Any) -> list[Any]:
+        dims = list(in_dims())
+        args_ = []
+        for x, d in zip(args, dims):
+            if type(x) is Zero and d is not None:
+                full = x.aval
+                args_.append(Zero(full.update(shape=full.shape[:d] + full.shape[d + 1:])))
+            else:
+                args_.append(x)
+        dims = [None if type(x) is Zero else d for x, d in zip(args_, dims)]
+        batched = batch_fun(bwd, axis_data, dims, lambda: tuple(out_dim_dests),
+                            sum_unbatched=True)
+        return list(batched.call_wrapped(*args_))
+
+    return wrap_init(new_bwd, debug_info=getattr(bwd, "debug_info", None))
+
+
+def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
+                in_dims: tuple[int | None, ...],
+                out_dim_dests: Callable[[], Sequence[int | None]], sum_unbatched: bool,
+                debug_info: Any, *args: Any) -> list[Any]:
+    with core.new_main(BatchTrace, transform="vmap", debug_info=debug_info,
+                       axis_data=axis_data) as main:
+        trace = main.trace
+        if axis_data.name is not None:
+            ctx: Any = core.extend_axis_env(axis_data.name, axis_data.size, main)
+        else:
+            ctx = _null_context()
+        with ctx:
+            in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
+                          for x, d in zip(args, in_dims)]
+            outs = inner(*in_tracers)
+            out_tracers = [trace.full_raise(o) for o in outs]
+        dests = tuple(out_dim_dests())
+        results = []
+        for i, (t, dest) in enumerate(zip(out_tracers, dests)):
+            val, d = t.val, t.batch_dim
+            if dest is None and d is not None:
+                if sum_unbatched:
+                    from lamina_tracing_core.lax import reductions
+                    val = reductions.reduce_sum(val, (d,))
+                    results.append(val)
+                    continue
+                raise ValueError(_mapped_output_error(debug_info, i, axis_data))
+            results.append(matchaxis(d, dest, val, axis_data.size))
+    return results
+
+
+def _mapped_output_error(debug_info: Any, i: int, axis_data: AxisData) -> str:
+    path = None
+    if debug_info is not None:
+        try:
+            paths = debug_info.safe_result_paths(i + 1) if hasattr(
+                debug_info, "safe_result_paths") else None
+        except Exception:
+            paths = None
+        if paths is not None and i < len(paths):
+            path = paths[i]
+    where = f" {path}" if path else f" {i}"
+    name = f" (axis_name={axis_data.name!r})" if axis_data.name is not None else ""
+    return (f"vmap has mapped output{name} but out_axes is None: output{where} depends on "
+            f"the mapped inputs; give it an out_axes entry, or make it unmapped")
+
+
+class _null_context:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def vmap_flat(fun: WrappedFun, axis_data: AxisData, in_dims: Sequence[int | None],
+              out_dim_dests: Callable[[], Sequence[int | None]], *args: Any,
+              sum_unbatched: bool = False) -> list[Any]:
+    """Evaluates flat ``fun`` vmapped on ``args`` (batched at ``in_dims``);
+    outputs are moved to ``out_dim_dests()`` (``None``: must be unbatched, or
+    is summed over the batch axis with ``sum_unbatched``)."""
+    batched = batch_fun(fun, axis_data, in_dims, out_dim_dests, sum_unbatched=sum_unbatched)
+    return list(batched.call_wrapped(*args))
+
+
+def batch_fun(fun: WrappedFun, axis_data: AxisData, in_dims: Sequence[int | None],
+              out_dim_dests: Callable[[], Sequence[int | None]], *,
+              sum_unbatched: bool = False) -> WrappedFun:
+    """``fun`` vmapped along ``axis_data`` (a WrappedFun -> WrappedFun
+    transformation; names unchanged, ``vmap(f)`` recorded)."""
+    from lamina_linear_util.linear_util import transformation
+    new_fun = transformation(_vmap_outer, fun, axis_data, tuple(in_dims), out_dim_dests,
+                             sum_unbatched, fun.debug_info)
+    return _with_vmap_name(new_fun, fun)
+
+
+# --- batching jaxprs (initial-style higher-order primitives) -----------------------------------
+def batch_jaxpr(closed_jaxpr: ClosedJaxpr, axis_size: int | AxisData,
+                in_batched: Sequence[bool], instantiate: bool | Sequence[bool],
+                axis_name: object = None, spmd_axis_name: object = None
+                ) -> tuple[ClosedJaxpr, list[bool]]:
+    """The jaxpr vmapped over inputs ``in_batched`` (batch dim 0), with
+    outputs batched at 0 where batched or where ``instantiate`` says; returns
+    it and which outputs are batched. Names unchanged; ``vmap(f)`` recorded.
+    ``axis_size`` may be an ``AxisData`` (name and spmd name included)."""
+    from lamina_linear_util.linear_util import wrap_init
+
+    from lamina_tracing_core import partial_eval as pe
+    axis_data = (axis_size if isinstance(axis_size, AxisData)
+                 else AxisData(axis_name, int(axis_size), spmd_axis_name))
+    in_batched = [bool(b) for b in in_batched]
+    n_out = len(closed_jaxpr.jaxpr.outvars)
+    inst = ([bool(instantiate)] * n_out if isinstance(instantiate, bool)
+            else [bool(i) for i in instantiate])
+    cell: list[list[bool]] = []
+    jaxpr_fun = core.jaxpr_as_fun(closed_jaxpr)
+    dbg = closed_jaxpr.jaxpr.debug_info
+
+    def batched(*args: Any) -> list[Any]:
+        with core.new_main(BatchTrace, transform="vmap", debug_info=dbg,
+                           axis_data=axis_data) as main:
+            trace = main.trace
+            ctx: Any = (core.extend_axis_env(axis_data.name, axis_data.size, main)
+                        if axis_data.name is not None else _null_context())
+            with ctx:
+                in_tracers = [BatchTracer(trace, x, 0) if b else x
+                              for x, b in zip(args, in_batched)]
+                outs = [trace.full_raise(o) for o in jaxpr_fun(*in_tracers)]
+            out_batched = [t.batch_dim is not not_mapped or i for t, i in zip(outs, inst)]
+            cell.append(out_batched)
+            return [matchaxis(t.batch_dim, 0 if b else None, t.val, axis_data.size)
+                    for t, b in zip(outs, out_batched)]
+
+    in_avals = [core.unmapped_aval(axis_data.size, 0, a) if b else a
+                for a, b in zip(closed_jaxpr.in_avals, in_batched)]
+    out_dbg = None
+    if dbg is not None:
+        from lamina_tracing_core.ad import _wrap_src
+        out_dbg = dbg.replace(func_src_info=_wrap_src(dbg.func_src_info, "vmap"))
+    jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(wrap_init(batched), in_avals,
+                                                 debug_info=out_dbg)
+    out = ClosedJaxpr(jaxpr, consts)
+    core.maybe_validate(out)
+    return out, cell[0]
+
