@@ -1,0 +1,447 @@
+"""Eager, op-by-op execution of primitives.
+
+Outside every transformation, ``bind`` ends in the EvalTrace, which calls
+``primitives.impl_rules[prim]``. This module registers :func:`apply_primitive`
+there for every primitive that has an abstract-evaluation rule and no impl of
+its own. Applying a primitive lowers a one-equation jaxpr for the argument
+types through ``lamina_mlir_lowering.lower_jaxpr_to_module``, compiles it and
+runs it; the compiled program is cached by (primitive, params, argument
+types, placement), so the second call with the same signature only pays for
+the call itself.
+
+Placement follows JAX: arguments committed to a device (``device_put`` with a
+device or sharding, results of committed computations) decide where the
+computation runs, and committed arguments on different devices are an error;
+otherwise it runs on the default device and its results stay uncommitted.
+Arguments sharded over several devices run as one SPMD program over their
+mesh, and results keep XLA's chosen sharding (as a ``NamedSharding`` over the
+same mesh when one describes it).
+
+Primitives defined after this module was imported get their impl rule from
+:func:`register_eager_impls` (called again by the runtime's entry points).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device
+from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
+from lamina_interpreters_pxla.backends import default_device, lowering_platform
+from lamina_interpreters_pxla.executable import (
+    BuildOptions,
+    Executable,
+    compile_module,
+    output_shardings_of,
+)
+from lamina_interpreters_pxla.layouts import _custom_layouts
+from lamina_interpreters_pxla.transfer import put_host_value, shard_args
+from lamina_interpreters_pxla.sharding import (
+    GSPMDSharding,
+    NamedSharding,
+    is_sharding,
+    named_sharding_from_hlo,
+    single_device_sharding,
+)
+from lamina_tracing_core import core, dtypes, primitives
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
+from lamina_tracing_core.primitives import Primitive
+from lamina_tracing_core.source_info import SourceInfo
+
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+class EagerDispatchError(ValueError):
+    """A primitive cannot run eagerly on these arguments (e.g. incompatible devices)."""
+
+
+# --- the compiled-call cache ------------------------------------------------------------
+class _ArgPlan:
+    """How one argument reaches the program: as is, moved, or put from the host."""
+
+    __slots__ = ("sharding", "move")
+
+    def __init__(self, sharding: Any, move: bool):
+        self.sharding = sharding
+        self.move = move
+
+
+class _Entry:
+    """One compiled primitive application (per argument signature)."""
+
+    __slots__ = ("prim", "executable", "plans", "multiple_results", "needs_moves", "keepalive")
+
+    def __init__(self, prim: Primitive, executable: Executable, plans: list[_ArgPlan],
+                 keepalive: Any):
+        self.prim = prim
+        self.executable = executable
+        self.plans = plans
+        self.multiple_results = prim.multiple_results
+        self.needs_moves = any(p.move for p in plans)
+        self.keepalive = keepalive  # objects whose id() is part of the cache key
+
+    def run(self, args: Sequence[Any]) -> Any:
+        impls: list[ArrayImpl] = []
+        moves: list[int] = []
+        name = self.prim.name
+        for i, (x, plan) in enumerate(zip(args, self.plans)):
+            if type(x) is Array:
+                impl = x._arr
+                if impl.is_deleted():
+                    raise DeletedArrayError(deleted_message(impl, f"{name}: argument {i}"))
+                if plan.move or id(impl) in _custom_layouts:
+                    moves.append(i)
+                impls.append(impl)
+            elif type(x) in _PYTHON_SCALARS or np.ndim(x) == 0:
+                impls.append(_scalar_on(x, plan.sharding))
+            else:
+                impls.append(put_host_value(x, plan.sharding, committed=False,
+                                            what=name, name=str(i)))
+        if moves:
+            placed = shard_args([impls[i] for i in moves], [self.plans[i].sharding
+                                                          for i in moves],
+                                committed=[False] * len(moves), what=name,
+                                arg_names=[str(i) for i in moves])
+            for i, impl in zip(moves, placed):
+                impls[i] = impl
+        outs = self.executable.execute(impls)
+        if self.multiple_results:
+            return [Array(o) for o in outs]
+        return Array(outs[0])
+
+
+_CACHE_SIZE = 4096
+_cache: collections.OrderedDict[Hashable, _Entry] = collections.OrderedDict()
+_cache_lock = threading.Lock()
+cache_stats = {"hits": 0, "misses": 0}
+
+
+def cache_info() -> dict[str, int]:
+    """Hits and misses of the eager compile cache, and its size."""
+    return {**cache_stats, "size": len(_cache)}
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+    _scalars.clear()
+
+
+# --- keys ------------------------------------------------------------------------------
+def _arg_key(x: Any) -> Hashable:
+    t = type(x)
+    if t is Array:
+        key: tuple[Any, ...] | None = x._dispatch_key
+        if key is None:
+            impl = x._arr
+            key = x._dispatch_key = (impl.aval, impl._sharding, impl._committed)
+        return key
+    if t in _PYTHON_SCALARS:
+        return (t,)
+    if t is np.ndarray:
+        return (x.shape, x.dtype)
+    if isinstance(x, np.generic):
+        return (t, x.dtype)
+    return None  # anything else: no fast path
+
+
+def _hashable(value: Any, keepalive: list[Any]) -> Hashable:
+    """A hashable stand-in for a param value (lists, dicts, arrays...)."""
+    try:
+        hash(value)
+        return value  # type: ignore[no-any-return]
+    except TypeError:
+        pass
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_hashable(v, keepalive) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _hashable(v, keepalive)) for k, v in sorted(value.items())))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.shape, value.dtype.str, value.tobytes())
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(_hashable(v, keepalive) for v in value))
+    keepalive.append(value)
+    return ("id", id(value))
+
+
+def _params_key(params: dict[str, Any], keepalive: list[Any]) -> Hashable:
+    items = tuple(params.items())
+    try:
+        hash(items)
+        return items
+    except TypeError:
+        return tuple((k, _hashable(v, keepalive)) for k, v in items)
+
+
+# --- applying a primitive ------------------------------------------------------------
+def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
+    """Runs ``prim`` on concrete ``args`` (the eager impl rule of every primitive)."""
+    keepalive: list[Any] = []
+    arg_keys = tuple([_arg_key(x) for x in args])
+    key: Hashable | None = None
+    if None not in arg_keys:
+        try:
+            key = (prim, _params_key(params, keepalive), arg_keys, dtypes.x64_state.enabled)
+            entry = _cache.get(key)
+        except TypeError:
+            key, entry = None, None
+        if entry is not None:
+            cache_stats["hits"] += 1
+            return entry.run(args)
+    cache_stats["misses"] += 1
+    entry = _build_entry(prim, args, params, keepalive)
+    if key is not None:
+        with _cache_lock:
+            _cache[key] = entry
+            if len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return entry.run(args)
+
+
+def _operand_aval(prim: Primitive, i: int, x: Any) -> ShapedArray:
+    if type(x) is Array:
+        x._check_if_deleted(f"{prim.name}: argument {i}")
+        return x.aval
+    try:
+        aval = get_aval(x)
+    except TypeError as e:
+        raise TypeError(f"{prim.name}: argument {i} ({type(x).__name__}) is not a valid "
+                        f"lamina array: {e}") from e
+    if aval.dtype.kind in "OSUV":
+        raise TypeError(f"{prim.name}: argument {i} has dtype {aval.dtype}, which is not a "
+                        "valid lamina array type")
+    return aval
+
+
+def _build_entry(prim: Primitive, args: Sequence[Any], params: dict[str, Any],
+                 keepalive: list[Any]) -> _Entry:
+    in_avals = [_operand_aval(prim, i, x) for i, x in enumerate(args)]
+    out_avals = primitives.abstract_eval(prim, in_avals, params)
+    placement = _placement(prim, args)
+    closed = _one_equation_jaxpr(prim, in_avals, out_avals, params)
+    executable = _compile(prim, closed, in_avals, out_avals, placement)
+    return _Entry(prim, executable, placement.plans, keepalive)
+
+
+class _Placement:
+    """Where an eager computation runs and how each argument gets there."""
+
+    __slots__ = ("devices", "plans", "in_shardings", "committed", "mesh_sharding")
+
+    def __init__(self, devices: list[Device], plans: list[_ArgPlan], in_shardings: list[Any],
+                 committed: bool, mesh_sharding: Any):
+        self.devices = devices
+        self.plans = plans
+        self.in_shardings = in_shardings
+        self.committed = committed
+        self.mesh_sharding = mesh_sharding
+
+
+def _placement(prim: Primitive, args: Sequence[Any]) -> _Placement:
+    committed = [(i, x.sharding) for i, x in enumerate(args)
+                 if type(x) is Array and x.committed]
+    multi = [(i, s) for i, s in committed if s.num_devices > 1]
+    if multi:
+        return _spmd_placement(prim, args, committed, multi)
+    if committed:
+        devices = {s._device_assignment[0] for _, s in committed}
+        if len(devices) > 1:
+            where = ", ".join(f"argument {i} on {s._device_assignment[0]}" for i, s in committed)
+            raise EagerDispatchError(
+                f"{prim.name}: received incompatible devices for committed arguments: {where}. "
+                "device_put them onto one device first")
+        device = committed[0][1]._device_assignment[0]
+    else:
+        device = default_device()
+    sharding = single_device_sharding(device)
+    plans = [_ArgPlan(sharding, _needs_move(x, sharding)) for x in args]
+    return _Placement([device], plans, [sharding] * len(args), bool(committed), None)
+
+
+def _needs_move(x: Any, sharding: Any) -> bool:
+    if type(x) is not Array:
+        return False
+    current = x._arr._sharding
+    return not (current is sharding or current == sharding
+                or (is_sharding(current) and current.is_equivalent_to(sharding, x.ndim)))
+
+
+def _spmd_placement(prim: Primitive, args: Sequence[Any], committed: list[tuple[int, Any]],
+                    multi: list[tuple[int, Any]]) -> _Placement:
+    lead = next((s for _, s in multi if isinstance(s, NamedSharding)), multi[0][1])
+    devices = list(lead._device_assignment)
+    for i, s in committed:
+        if list(s._device_assignment) != devices:
+            raise EagerDispatchError(
+                f"{prim.name}: received incompatible devices for committed arguments: "
+                f"argument {i} is on {list(s._device_assignment)} but argument "
+                f"{multi[0][0]} is on {devices}. device_put them onto the same devices first")
+    if isinstance(lead, NamedSharding):
+        replicated: Any = NamedSharding(lead.mesh, (), memory_kind=lead.memory_kind)
+    else:
+        replicated = GSPMDSharding.get_replicated(devices)
+    plans, in_shardings = [], []
+    for x in args:
+        sharding = replicated
+        if type(x) is Array and x.committed:
+            sharding = _on_lead_mesh(x.sharding, lead, x.ndim, replicated)
+        plans.append(_ArgPlan(sharding, _needs_move(x, sharding)))
+        in_shardings.append(sharding)
+    return _Placement(devices, plans, in_shardings, True, lead)
+
+
+def _on_lead_mesh(sharding: Any, lead: Any, ndim: int, replicated: Any) -> Any:
+    """``sharding`` if it can be written over ``lead``'s mesh, an equivalent
+    NamedSharding if one exists, else replicated (the argument is moved)."""
+    if sharding is lead or not isinstance(lead, NamedSharding):
+        same_mesh = sharding.to_sharding_spec(ndim, lead._device_assignment).mesh == \
+            lead.to_sharding_spec(ndim, lead._device_assignment).mesh
+        return sharding if same_mesh else replicated
+    if isinstance(sharding, NamedSharding) and sharding.mesh == lead.mesh:
+        return sharding
+    named = named_sharding_from_hlo(lead.mesh, sharding._to_xla_hlo_sharding(ndim), ndim)
+    return named if named is not None else replicated
+
+
+def _one_equation_jaxpr(prim: Primitive, in_avals: list[ShapedArray],
+                        out_avals: list[ShapedArray], params: dict[str, Any]) -> ClosedJaxpr:
+    invars = [Var(a) for a in in_avals]
+    outvars = [Var(a) for a in out_avals]
+    effects = core.eqn_effects(prim, params)
+    eqn = JaxprEqn(list(invars), list(outvars), prim, dict(params), effects, SourceInfo(None))
+    dbg = JaxprDebugInfo("jit", prim.name, tuple(f"args[{i}]" for i in range(len(invars))),
+                         tuple("result" if len(outvars) == 1 else f"result[{i}]"
+                               for i in range(len(outvars))))
+    jaxpr = Jaxpr([], list(invars), list(outvars), [eqn], effects, dbg)
+    return ClosedJaxpr(jaxpr, [])
+
+
+def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
+             out_avals: list[ShapedArray], placement: _Placement) -> Executable:
+    from lamina_mlir_lowering import lower_jaxpr_to_module
+    devices = placement.devices
+    n = len(devices)
+    platform = lowering_platform(devices[0])
+    arg_specs = None
+    if n > 1:
+        arg_specs = [s.to_sharding_spec(a.ndim, devices)
+                     for s, a in zip(placement.in_shardings, in_avals)]
+    lowering = lower_jaxpr_to_module(
+        f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
+        num_partitions=n)
+    options = BuildOptions(num_partitions=n)
+    loaded = compile_module(lowering.module, devices, options, name=f"jit_{prim.name}")
+    out_shardings = _output_shardings(loaded, devices, out_avals, placement)
+    return Executable(loaded, name=prim.name, in_avals=in_avals, out_avals=out_avals,
+                      in_shardings=placement.in_shardings, out_shardings=out_shardings,
+                      devices=devices, options=options,
+                      out_committed=[placement.committed] * len(out_avals),
+                      arg_names=list(closed.jaxpr.debug_info.arg_names)
+                      if closed.jaxpr.debug_info else None, lowering=lowering)
+
+
+def _output_shardings(loaded: Any, devices: list[Device], out_avals: list[ShapedArray],
+                      placement: _Placement) -> list[Any]:
+    if len(devices) == 1:
+        return [single_device_sharding(devices[0])] * len(out_avals)
+    chosen = output_shardings_of(loaded, devices, len(out_avals))
+    lead = placement.mesh_sharding
+    if not isinstance(lead, NamedSharding):
+        return chosen
+    out = []
+    for s, aval in zip(chosen, out_avals):
+        named = named_sharding_from_hlo(lead.mesh, s._to_xla_hlo_sharding(aval.ndim), aval.ndim)
+        out.append(named if named is not None else s)
+    return out
+
+
+# --- scalars -----------------------------------------------------------------------------
+#: (type, value, sharding) -> a device buffer holding that scalar (Python,
+#: numpy, or a 0-d array). Eager code mixes arrays with the same few constants
+#: (``x + 1``); device data is immutable and eager programs never donate, so
+#: one buffer serves every call.
+_scalars: collections.OrderedDict[tuple[Any, ...], ArrayImpl] = collections.OrderedDict()
+_SCALAR_CACHE_SIZE = 1024
+
+
+def _exact(x: Any) -> Any:
+    """A key telling apart scalars ``==`` confuses (``0.0`` and ``-0.0``; NaNs)
+    and numpy scalars of different dtypes."""
+    t = type(x)
+    if t is float:
+        return x.hex()
+    if t is complex:
+        return (x.real.hex(), x.imag.hex())
+    if t is np.ndarray or isinstance(x, np.generic):
+        return (x.dtype, x.tobytes())
+    return x
+
+
+def _scalar_on(x: Any, sharding: Any) -> ArrayImpl:
+    key = (type(x), _exact(x), sharding, dtypes.x64_state.enabled)
+    impl = _scalars.get(key)
+    if impl is None or impl.is_deleted():
+        impl = put_host_value(x, sharding, committed=False)
+        _scalars[key] = impl
+        if len(_scalars) > _SCALAR_CACHE_SIZE:
+            _scalars.popitem(last=False)
+    return impl
+
+
+# --- registration ----------------------------------------------------------------------
+_registered: set[Primitive] = set()
+
+
+def _make_impl(prim: Primitive) -> Callable[..., Any]:
+    def impl(*args: Any, **params: Any) -> Any:
+        return apply_primitive(prim, *args, **params)
+    impl.__name__ = f"{prim.name}_impl"
+    impl.__qualname__ = impl.__name__
+    return impl
+
+
+def register_eager_impls() -> int:
+    """Gives every primitive with an abstract-evaluation rule and no impl rule
+    the eager impl :func:`apply_primitive`; returns how many were added."""
+    added = 0
+    for prim in list(primitives.abstract_eval_rules):
+        if prim in primitives.impl_rules or getattr(prim, "map_primitive", False):
+            continue
+        primitives.impl_rules[prim] = _make_impl(prim)
+        _registered.add(prim)
+        added += 1
+    return added
+
+
+def _import_primitive_modules() -> None:
+    """Imports tracing-core's primitive modules so their primitives exist."""
+    import importlib
+    for name in ("lamina_tracing_core.lax", "lamina_tracing_core.control_flow",
+                 "lamina_tracing_core.custom_derivatives", "lamina_tracing_core.checkpoint"):
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+
+
+def _fill_lowering_gaps() -> None:
+    """``add_any`` (tangent accumulation) is an ``add`` of equal types; eager
+    ``grad`` binds it on concrete values, so it needs a lowering here even if
+    the lowering layer has none registered yet."""
+    from lamina_mlir_lowering import has_lowering_rule, lowering_rules, register_lowering
+    from lamina_tracing_core.ad_util import add_jaxvals_p
+    from lamina_tracing_core.lax.elementwise import add_p
+    if not has_lowering_rule(add_jaxvals_p) and add_p in lowering_rules:
+        register_lowering(add_jaxvals_p, lowering_rules[add_p])
+
+
+_import_primitive_modules()
+_fill_lowering_gaps()
+register_eager_impls()
