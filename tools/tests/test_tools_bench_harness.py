@@ -237,12 +237,16 @@ def test_markdown_sentences_follow_goal_and_ratio() -> None:
         return build_row(TINY, [ok("lamina", lamina)], [ok("jax", jax)])
 
     assert sentence(row_with(0.5, 1.0)) == (
-        "lamina is 2.0× faster than JAX (ratio 0.50), meeting the dispatch goal of ≤ 1.0."
+        "lamina is 2.00× faster than JAX (ratio 0.50), meeting the dispatch goal of ≤ 1.0."
     )
     assert sentence(row_with(3.0, 1.0)) == (
-        "lamina is 3.0× slower than JAX (ratio 3.00), short of the dispatch goal of ≤ 1.0."
+        "lamina is 3.00× slower than JAX (ratio 3.00), short of the dispatch goal of ≤ 1.0."
     )
     assert sentence(row_with(1.01, 1.0)).startswith("lamina is on par with JAX")
+    noisy = build_row(
+        TINY, [ok("lamina", 1.0), ok("lamina", 3.0)], [ok("jax", 1.0), ok("jax", 1.0)]
+    )
+    assert sentence(noisy).endswith("Rounds varied by up to 100%, so this is a rough figure.")
     md = render_markdown([row_with(0.5, 1.0)])
     assert md.splitlines()[0].startswith("| Benchmark |")
     assert "| 0.50 |" in md
@@ -283,3 +287,33 @@ def test_git_commit_reads_files(tmp_path: Path) -> None:
     (git / "packed-refs").write_text("# pack-refs\ndef456 refs/heads/main\n")
     assert git_commit(tmp_path) == "def456"
     assert git_commit(tmp_path / "missing") is None
+
+
+def test_time_limit_reduces_rounds_when_the_pace_would_overrun() -> None:
+    from tools.bench.harness import rounds_within_limit
+
+    full = RunMode(rounds=3, quick=False)
+    assert rounds_within_limit(full, 0.0, 0, 10, 100.0) is full  # no pace yet
+    assert rounds_within_limit(full, 50.0, 5, 5, 100.0) is full  # on pace: 100 s
+    assert rounds_within_limit(full, 60.0, 5, 5, 100.0).rounds == 1  # would take 120 s
+    assert rounds_within_limit(full, 60.0, 5, 5, None) is full
+
+
+def test_run_workloads_under_a_time_limit() -> None:
+    now = [0.0]
+
+    class SlowLauncher:
+        def __call__(self, impl: Impl, wl: Workload) -> WorkerResult:
+            now[0] += 10.0
+            return ok(impl, 1.0)
+
+    reg = Registry()
+    for name in ("a", "b", "c"):
+        workload(name, area="t", goal=DISPATCH, description="", registry=reg)(tiny_bench)
+    outcome = run_workloads(
+        list(reg), SlowLauncher(), RunMode(rounds=3, quick=False), time_limit_s=100.0,
+        clock=lambda: now[0],
+    )
+    # a: 3 rounds (60 s); then 60 + 60 * 2 > 100, so b and c get one round.
+    assert outcome.reduced == ["b", "c"]
+    assert [r.jax.summary.n for r in outcome.rows if r.jax.summary] == [3, 1, 1]

@@ -128,6 +128,7 @@ REQUIRED = {
     "step_sharded_matmul",
     "import_time",
     "import_peak_rss",
+    "time_to_first_jit",
 }
 
 

@@ -104,3 +104,45 @@ def test_single_shot_runs_once_without_warmup() -> None:
 def test_inconsistent_plan_is_refused() -> None:
     with pytest.raises(ValueError, match="Plan"):
         Plan(budget_s=1.0, min_samples=5, max_samples=2, warmup_iters=0)
+
+
+def test_budget_can_run_on_another_clock() -> None:
+    # CPU-time samples against a wall-clock budget: a busy machine (wall
+    # advancing faster than CPU) ends the sampling sooner.
+    cpu, wall = FakeClock(), FakeClock()
+
+    def run() -> None:
+        cpu.spend(0.01)
+        wall.spend(0.04)
+
+    plan = Plan(budget_s=0.4, min_samples=1, max_samples=1000, warmup_iters=0)
+    m = measure(Bench(run=run), plan, clock=cpu, budget_clock=wall)
+    assert m.value == pytest.approx(0.01)
+    assert len(m.samples) <= 11
+
+
+def test_counted_bench_detects_iterations_a_cache_answered() -> None:
+    from tools.bench.workloads.models import BODY_RUNS, counted_bench
+
+    seen: set[int] = set()
+
+    def traces_once_per_key() -> int:
+        # Like a trace cache keyed on the same function: only the first call traces.
+        if not seen:
+            BODY_RUNS["test_cached"] += 1
+            seen.add(1)
+        return 3
+
+    def traces_every_time() -> int:
+        BODY_RUNS["test_fresh"] += 1
+        return 7
+
+    plan = Plan(budget_s=0.0, min_samples=4, max_samples=4, warmup_iters=1)
+    cached = counted_bench(traces_once_per_key, "test_cached", facts=lambda r: {"last": r})
+    measure(cached, plan, FakeClock())
+    assert cached.info is not None
+    assert cached.info() == {"body_runs_per_call": 0.0, "last": 3}
+    fresh = counted_bench(traces_every_time, "test_fresh")
+    measure(fresh, plan, FakeClock())
+    assert fresh.info is not None
+    assert fresh.info() == {"body_runs_per_call": 1.0}

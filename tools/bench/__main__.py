@@ -1,0 +1,5 @@
+"""``python -m tools.bench``: see :mod:`tools.bench.harness`."""
+
+from .harness import main
+
+raise SystemExit(main())
