@@ -9,6 +9,9 @@ in JAX).
   ``None`` lets ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` decide.
 - ``platforms`` (``LAMINA_PLATFORMS``): comma-separated platforms to use, in
   priority order (``"cuda,cpu"``); ``None`` means every available one.
+- ``pmap_chunked_shards`` (``LAMINA_PMAP_CHUNKED_SHARDS``, default on): pmap's
+  shards keep the array's rank (see ``pmap_config``). Unlike the others it can
+  change at any time: pmap reads it on every call.
 """
 
 from __future__ import annotations
@@ -42,6 +45,29 @@ def _check_num_devices(value: Any) -> int | None:
     return value
 
 
+_FALSY = frozenset({"0", "false", "no", "off"})
+_TRUTHY = frozenset({"1", "true", "yes", "on", ""})
+
+
+def _parse_flag(variable: str, raw: str | None, default: bool) -> bool:
+    if raw is None:
+        return default
+    text = raw.strip().lower()
+    if text in _FALSY or text in _TRUTHY:
+        return text in _TRUTHY
+    raise ConfigError(f"{variable} must be one of 1/true/yes/on or 0/false/no/off, got {raw!r}")
+
+
+def _check_flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"expected a bool, got {value!r}")
+    return value
+
+
+#: settings that may change after the backends exist
+_LIVE_SETTINGS = frozenset({"pmap_chunked_shards"})
+
+
 def _check_platforms(value: Any) -> str | None:
     if value is None:
         return None
@@ -60,16 +86,20 @@ class RuntimeConfig:
         self.num_cpu_devices: int | None = _parse_num_devices(
             os.environ.get("LAMINA_NUM_CPU_DEVICES"))
         self.platforms: str | None = _check_platforms(os.environ.get("LAMINA_PLATFORMS"))
+        self.pmap_chunked_shards: bool = _parse_flag(
+            "LAMINA_PMAP_CHUNKED_SHARDS", os.environ.get("LAMINA_PMAP_CHUNKED_SHARDS"), True)
 
     def _set_frozen_check(self, is_frozen: Callable[[], bool]) -> None:
         """The backends module says how to tell whether clients exist."""
         self._frozen_by = is_frozen
 
     def update(self, name: str, value: Any) -> None:
-        """Sets ``name`` to ``value``; only before the first backend is created."""
+        """Sets ``name`` to ``value``; backend settings only before the first
+        backend is created."""
         checkers: dict[str, Callable[[Any], Any]] = {
             "num_cpu_devices": _check_num_devices,
             "platforms": _check_platforms,
+            "pmap_chunked_shards": _check_flag,
         }
         if name not in checkers:
             raise ConfigError(f"unknown runtime setting {name!r}; known: {sorted(checkers)}")
@@ -77,7 +107,7 @@ class RuntimeConfig:
         with self._lock:
             if getattr(self, name) == checked:
                 return
-            if self._frozen_by is not None and self._frozen_by():
+            if name not in _LIVE_SETTINGS and self._frozen_by is not None and self._frozen_by():
                 raise ConfigError(
                     f"config.update({name!r}, ...) must run before the first backend is "
                     "created (before any device, array or computation is used)")

@@ -381,10 +381,19 @@ def _is_equivalent_to(self: Any, other: Any, ndim: int) -> bool:
         return False
     if self._memory_kind != other._memory_kind:
         return False
+    if _drops_mapped_axis(self) != _drops_mapped_axis(other):
+        return False  # classic pmap shards lack the mapped axis: different buffers
     if self.num_devices == 1 and other.num_devices == 1:
         return bool(self._device_assignment[0] == other._device_assignment[0])
     return bool(self._internal_device_list == other._internal_device_list
                 and self._to_xla_hlo_sharding(ndim) == other._to_xla_hlo_sharding(ndim))
+
+
+def _drops_mapped_axis(sharding: Any) -> bool:
+    """True for a classic (rank-reducing) ``PmapSharding``."""
+    spec = getattr(sharding, "sharding_spec", None)
+    return isinstance(spec, PmapShardingSpec) and not spec.chunked and \
+        spec.sharded_axis is not None
 
 
 def _hlo_sharding_string(self: Any, ndim: int) -> str:

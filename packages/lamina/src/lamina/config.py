@@ -1,0 +1,117 @@
+"""``lamina.config``: one place to read and change lamina's settings.
+
+Each setting lives in the layer that uses it; this module only routes
+``config.update(name, value)`` to that layer. JAX's flag names work too
+(``config.update("jax_enable_x64", True)``). Every setting also has an
+environment variable giving its initial value:
+
+========================  ================================  ====================
+setting                   environment variable              owner
+========================  ================================  ====================
+enable_x64                LAMINA_ENABLE_X64                 tracing-core dtypes
+platforms                 LAMINA_PLATFORMS                  runtime backends
+num_cpu_devices           LAMINA_NUM_CPU_DEVICES            runtime backends
+explain_cache_misses      LAMINA_EXPLAIN_CACHE_MISSES       linear-util cache
+pmap_chunked_shards       LAMINA_PMAP_CHUNKED_SHARDS        runtime pmap
+validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
+disable_jit               LAMINA_DISABLE_JIT                sharded-jit
+========================  ================================  ====================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class _Setting:
+    read: Callable[[], Any]
+    write: Callable[[Any], None]
+
+
+def _x64() -> _Setting:
+    from lamina_tracing_core import dtypes
+    return _Setting(dtypes.x64_enabled, lambda v: dtypes.enable_x64(bool(v)))
+
+
+def _runtime(name: str) -> _Setting:
+    from lamina_interpreters_pxla.config import config as runtime_config
+    return _Setting(lambda: getattr(runtime_config, name),
+                    lambda v: runtime_config.update(name, v))
+
+
+def _explain() -> _Setting:
+    from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
+    def write(value: Any) -> None:
+        set_explain_cache_misses(bool(value))
+
+    return _Setting(explain_cache_misses_enabled, write)
+
+
+def _core_flag(name: str) -> _Setting:
+    from lamina_tracing_core.core import config as core_config
+    return _Setting(lambda: getattr(core_config, name),
+                    lambda v: setattr(core_config, name, bool(v)))
+
+
+def _jit_flag(name: str) -> _Setting:
+    from lamina_sharded_jit import config as jit_config
+    return _Setting(lambda: getattr(jit_config, name), lambda v: jit_config.update(name, v))
+
+
+_SETTINGS: dict[str, Callable[[], _Setting]] = {
+    "enable_x64": _x64,
+    "platforms": lambda: _runtime("platforms"),
+    "num_cpu_devices": lambda: _runtime("num_cpu_devices"),
+    "explain_cache_misses": _explain,
+    "pmap_chunked_shards": lambda: _runtime("pmap_chunked_shards"),
+    "validate_debug_info": lambda: _core_flag("validate_debug_info"),
+    "disable_jit": lambda: _jit_flag("disable_jit"),
+}
+
+#: JAX's flag names for the same settings.
+_ALIASES = {
+    "jax_enable_x64": "enable_x64", "jax_platforms": "platforms", "jax_platform_name": "platforms",
+    "jax_num_cpu_devices": "num_cpu_devices", "jax_explain_cache_misses": "explain_cache_misses",
+    "jax_disable_jit": "disable_jit",
+}
+
+
+def _setting(name: str) -> _Setting:
+    key = _ALIASES.get(name, name.removeprefix("lamina_"))
+    if key not in _SETTINGS:
+        known = sorted(_SETTINGS) + sorted(_ALIASES)
+        raise AttributeError(f"lamina.config: unknown setting {name!r}; known: {known}")
+    return _SETTINGS[key]()
+
+
+class Config:
+    """``config.update(name, value)``, ``config.read(name)`` and ``config.<name>``."""
+
+    def update(self, name: str, value: Any) -> None:
+        _setting(name).write(value)
+
+    def read(self, name: str) -> Any:
+        return _setting(name).read()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.read(name)
+
+    def names(self) -> list[str]:
+        return sorted(_SETTINGS)
+
+
+config = Config()
+update = config.update
+read = config.read
+
+
+def __getattr__(name: str) -> Any:
+    """``lamina.config.enable_x64`` reads a setting, like ``config.read``."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return config.read(name)
