@@ -1,5 +1,92 @@
-"""The public lamina API: jit, grad, vmap, pmap, lamina.numpy and friends."""
+"""lamina: JAX's programming model on jaxlib, with names everywhere and real layers.
+
+``import lamina as lx`` gives the JAX API (``lx.jit``, ``lx.grad``, ``lx.vmap``,
+``lx.pmap``, ``lx.numpy``, ``lx.lax``, ...). Attributes are loaded on first use,
+so ``import lamina`` is cheap and creates no XLA client.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from lamina.__about__ import __version__
 
-__all__ = ["__version__"]
+#: public name -> (module, attribute); attribute None means the module itself.
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    # transformations (tracing-core)
+    "grad": ("lamina_tracing_core.api", "grad"),
+    "value_and_grad": ("lamina_tracing_core.api", "value_and_grad"),
+    "jvp": ("lamina_tracing_core.api", "jvp"),
+    "vjp": ("lamina_tracing_core.api", "vjp"),
+    "linearize": ("lamina_tracing_core.api", "linearize"),
+    "vmap": ("lamina_tracing_core.api", "vmap"),
+    "jacfwd": ("lamina_tracing_core.api", "jacfwd"),
+    "jacrev": ("lamina_tracing_core.api", "jacrev"),
+    "hessian": ("lamina_tracing_core.api", "hessian"),
+    "make_jaxpr": ("lamina_tracing_core.api", "make_jaxpr"),
+    "ShapeDtypeStruct": ("lamina_tracing_core.api", "ShapeDtypeStruct"),
+    "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
+    "remat": ("lamina_tracing_core.checkpoint", "remat"),
+    "checkpoint_policies": ("lamina_tracing_core.checkpoint", "checkpoint_policies"),
+    "custom_jvp": ("lamina_tracing_core.custom_derivatives", "custom_jvp"),
+    "custom_vjp": ("lamina_tracing_core.custom_derivatives", "custom_vjp"),
+    "named_call": ("lamina.api_extras", "named_call"),
+    "named_scope": ("lamina.api_extras", "named_scope"),
+    # runtime (interpreters-pxla)
+    "Array": ("lamina_interpreters_pxla.array", "Array"),
+    "device_put": ("lamina_interpreters_pxla.device_put", "device_put"),
+    "device_get": ("lamina_interpreters_pxla.device_put", "device_get"),
+    "block_until_ready": ("lamina_interpreters_pxla.executable", "block_until_ready"),
+    "devices": ("lamina_interpreters_pxla.backends", "devices"),
+    "local_devices": ("lamina_interpreters_pxla.backends", "local_devices"),
+    "device_count": ("lamina_interpreters_pxla.backends", "device_count"),
+    "local_device_count": ("lamina_interpreters_pxla.backends", "local_device_count"),
+    "process_index": ("lamina_interpreters_pxla.backends", "process_index"),
+    "process_count": ("lamina_interpreters_pxla.backends", "process_count"),
+    "default_backend": ("lamina_interpreters_pxla.backends", "default_backend"),
+    "pmap": ("lamina_interpreters_pxla.pmap", "pmap"),
+    "make_array_from_single_device_arrays": ("lamina_interpreters_pxla.multihost",
+                                             "make_array_from_single_device_arrays"),
+    "make_array_from_callback": ("lamina_interpreters_pxla.multihost",
+                                 "make_array_from_callback"),
+    "make_array_from_process_local_data": ("lamina_interpreters_pxla.multihost",
+                                           "make_array_from_process_local_data"),
+    # jit (sharded-jit)
+    "jit": ("lamina_sharded_jit", "jit"),
+    "eval_shape": ("lamina_sharded_jit", "eval_shape"),
+    "disable_jit": ("lamina_sharded_jit", "disable_jit"),
+    # submodules
+    "numpy": ("lamina.numpy", None),
+    "lax": ("lamina.lax", None),
+    "random": ("lamina.random", None),
+    "nn": ("lamina.nn", None),
+    "tree_util": ("lamina.tree_util", None),
+    "tree": ("lamina.tree", None),
+    "sharding": ("lamina.sharding", None),
+    "stages": ("lamina.stages", None),
+    "errors": ("lamina.errors", None),
+    "sharded_jit": ("lamina.sharded_jit", None),
+    "distributed": ("lamina.distributed", None),
+    "multihost_utils": ("lamina.multihost_utils", None),
+    "dtypes": ("lamina.dtypes", None),
+    "export": ("lamina.export", None),
+    "config": ("lamina.config", None),
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    entry = _EXPORTS.get(name)
+    if entry is None:
+        raise AttributeError(f"module 'lamina' has no attribute {name!r}")
+    module_name, attribute = entry
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,14 @@
+"""``lamina.lax``: the primitive operations and control flow (JAX's ``jax.lax``)."""
+
+from lamina_tracing_core.control_flow import (
+    cond,
+    fori_loop,
+    scan,
+    switch,
+    while_loop,
+)
+from lamina_tracing_core.control_flow import map as map  # noqa: A004
+from lamina_tracing_core.lax import *  # noqa: F401,F403
+from lamina_tracing_core.lax.collectives import pmean as pmean
+
+__all__ = ["cond", "fori_loop", "map", "pmean", "scan", "switch", "while_loop"]

@@ -1,0 +1,320 @@
+"""``lamina.nn``: activation functions, softmax and friends, with JAX's values
+and gradients.
+
+``relu``, ``relu6`` and ``softmax`` have custom JVP rules (as in JAX): relu's
+derivative at 0 is 0, and softmax's derivative is computed from its output,
+which is both cheaper and stable. ``softmax``, ``log_softmax`` and
+``logsumexp`` subtract the (gradient-stopped) maximum before exponentiating,
+so large inputs do not overflow.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core.custom_derivatives import custom_jvp
+
+import lamina.numpy as jnp
+from lamina.numpy import _util
+
+Array = Any
+ArrayLike = Any
+Axis = int | tuple[int, ...] | None
+
+__all__ = [
+    "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
+    "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "normalize", "one_hot",
+    "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
+    "sparse_plus", "squareplus", "standardize", "swish", "tanh",
+]
+
+
+def _inexact(fun: str, x: Any) -> Any:
+    (a,) = _util.promote_dtypes_inexact(f"lamina.nn.{fun}", x)
+    return a
+
+
+def _relu(x: ArrayLike) -> Array:
+    return jnp.maximum(x, 0)
+
+
+relu = custom_jvp(_relu)
+relu.__doc__ = "The rectified linear unit ``max(x, 0)`` (its derivative at 0 is 0)."
+relu.defjvps(lambda g, ans, x: lax.select(jnp.greater(x, 0), g, lax.full_like(g, 0)))
+
+
+def _relu6(x: ArrayLike) -> Array:
+    return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+relu6 = custom_jvp(_relu6)
+relu6.__doc__ = "``min(max(x, 0), 6)`` (derivative 0 at both kinks)."
+relu6.defjvps(lambda g, ans, x: lax.select(
+    jnp.logical_and(jnp.greater(x, 0), jnp.less(x, 6)), g, lax.full_like(g, 0)))
+
+
+def sigmoid(x: ArrayLike) -> Array:
+    """The logistic function ``1 / (1 + exp(-x))``."""
+    return lax.logistic(_inexact("sigmoid", x))
+
+
+def silu(x: ArrayLike) -> Array:
+    """The SiLU (swish) activation ``x * sigmoid(x)``."""
+    a = _inexact("silu", x)
+    return jnp.multiply(a, sigmoid(a))
+
+
+swish = silu
+
+
+def softplus(x: ArrayLike) -> Array:
+    """``log(1 + exp(x))``, computed without overflow."""
+    return jnp.logaddexp(x, 0)
+
+
+def log_sigmoid(x: ArrayLike) -> Array:
+    """``log(sigmoid(x))`` computed stably as ``-softplus(-x)``."""
+    a = _inexact("log_sigmoid", x)
+    return jnp.negative(softplus(jnp.negative(a)))
+
+
+def soft_sign(x: ArrayLike) -> Array:
+    """``x / (|x| + 1)``."""
+    a = _inexact("soft_sign", x)
+    return jnp.divide(a, jnp.add(jnp.abs(a), 1))
+
+
+def tanh(x: ArrayLike) -> Array:
+    """The hyperbolic tangent."""
+    return jnp.tanh(x)
+
+
+def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
+    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    a = _inexact("elu", x)
+    positive = jnp.greater(a, 0)
+    # exp of the positive branch is never used; zeroing it keeps gradients finite.
+    safe = jnp.where(positive, 0.0, a)
+    return jnp.where(positive, a, jnp.multiply(alpha, jnp.expm1(safe)))
+
+
+def celu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
+    """The continuously differentiable ELU: ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
+    a = _inexact("celu", x)
+    return jnp.add(jnp.maximum(a, 0.0),
+                   jnp.multiply(alpha, jnp.expm1(jnp.divide(jnp.minimum(a, 0.0), alpha))))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x: ArrayLike) -> Array:
+    """The scaled ELU of self-normalising networks."""
+    return jnp.multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
+
+
+def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 1e-2) -> Array:
+    """``x`` for ``x >= 0``, else ``negative_slope * x``."""
+    a = _inexact("leaky_relu", x)
+    return jnp.where(jnp.greater_equal(a, 0), a, jnp.multiply(negative_slope, a))
+
+
+def hard_tanh(x: ArrayLike) -> Array:
+    """``x`` clipped to ``[-1, 1]``."""
+    a = _inexact("hard_tanh", x)
+    return jnp.where(jnp.greater(a, 1), 1, jnp.where(jnp.less(a, -1), -1, a))
+
+
+def hard_sigmoid(x: ArrayLike) -> Array:
+    """``relu6(x + 3) / 6``."""
+    return jnp.divide(relu6(jnp.add(_inexact("hard_sigmoid", x), 3.0)), 6.0)
+
+
+def hard_silu(x: ArrayLike) -> Array:
+    """``x * hard_sigmoid(x)``."""
+    a = _inexact("hard_silu", x)
+    return jnp.multiply(a, hard_sigmoid(a))
+
+
+hard_swish = hard_silu
+
+
+def mish(x: ArrayLike) -> Array:
+    """``x * tanh(softplus(x))``."""
+    a = _inexact("mish", x)
+    return jnp.multiply(a, jnp.tanh(softplus(a)))
+
+
+def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Array:
+    """``(x + sqrt(x**2 + b)) / 2``, a smooth relu."""
+    a = _inexact("squareplus", x)
+    return jnp.divide(jnp.add(a, jnp.sqrt(jnp.add(jnp.square(a), b))), 2)
+
+
+def sparse_plus(x: ArrayLike) -> Array:
+    """0 for ``x <= -1``, ``(x + 1)**2 / 4`` in between, ``x`` for ``x >= 1``."""
+    a = _inexact("sparse_plus", x)
+    middle = jnp.divide(jnp.square(jnp.add(a, 1)), 4)
+    return jnp.where(jnp.less_equal(a, -1), 0.0, jnp.where(jnp.greater_equal(a, 1), a, middle))
+
+
+def gelu(x: ArrayLike, approximate: bool = True) -> Array:
+    """The Gaussian error linear unit; ``approximate=True`` (the default, as
+    JAX) uses the tanh approximation, else the exact erf form."""
+    a = _inexact("gelu", x)
+    dtype = _util.dtype_of(a)
+    if approximate:
+        coeff = np.asarray(math.sqrt(2 / math.pi), dtype)
+        inner = jnp.multiply(coeff, jnp.add(a, jnp.multiply(0.044715, lax.integer_pow(a, 3))))
+        return jnp.multiply(a, jnp.multiply(0.5, jnp.add(1.0, jnp.tanh(inner))))
+    if dtypes.is_complex(dtype):
+        raise TypeError("lamina.nn.gelu: approximate=False does not support complex inputs")
+    erf = lax.erf(jnp.divide(a, np.asarray(math.sqrt(2), dtype)))
+    return jnp.divide(jnp.multiply(a, jnp.add(erf, 1)), 2)
+
+
+def glu(x: ArrayLike, axis: int = -1) -> Array:
+    """The gated linear unit: the first half of ``x`` along ``axis`` times the
+    sigmoid of the second half."""
+    a = _inexact("glu", x)
+    size = _util.shape_of(a)[_util.canonicalize_axis("lamina.nn.glu", axis, _util.ndim_of(a))]
+    if size % 2:
+        raise ValueError(f"lamina.nn.glu: axis {axis} must have even size, got {size}")
+    first, second = jnp.split(a, 2, axis)
+    return jnp.multiply(first, sigmoid(second))
+
+
+# --- softmax and friends --------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def _softmax_along(axis: Axis) -> Any:
+    """softmax over ``axis`` as a custom-JVP function of ``(x, where)``.
+
+    One function per (static) axis: the axis is closed over rather than passed
+    as a non-differentiable argument."""
+
+    def softmax_fn(x: Any, where: Any) -> Any:
+        x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+        x_safe = x if where is None else jnp.where(where, x, -np.inf)
+        unnormalized = jnp.exp(jnp.subtract(x_safe, x_max))
+        result = jnp.divide(unnormalized, jnp.sum(unnormalized, axis, where=where, keepdims=True))
+        return result if where is None else jnp.where(where, result, 0)
+
+    fun = custom_jvp(softmax_fn)
+
+    def softmax_jvp(primals: Any, tangents: Any) -> tuple[Any, Any]:
+        # d softmax = y * (dx - sum(y * dx)): from the output, no re-exponentiation.
+        (x, where), (x_dot, _) = primals, tangents
+        y = fun(x, where)
+        inner = jnp.sum(jnp.multiply(y, x_dot), axis, where=where, keepdims=True)
+        return y, jnp.multiply(y, jnp.subtract(x_dot, inner))
+
+    fun.defjvp(softmax_jvp)
+    return fun
+
+
+def _axis_key(axis: Any) -> Axis:
+    """A hashable axis (lists become tuples) for the custom-JVP static argument."""
+    if axis is None or isinstance(axis, (int, np.integer)):
+        return None if axis is None else int(axis)
+    return tuple(int(a) for a in axis)
+
+
+def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Array:
+    """``exp(x) / sum(exp(x))`` along ``axis`` (0 where ``where`` is False)."""
+    a = _inexact("softmax", x)
+    mask = None if where is None else _util.operand("lamina.nn.softmax", where, "where")
+    return _softmax_along(_axis_key(axis))(a, mask)
+
+
+def log_softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Array:
+    """``x - logsumexp(x)`` along ``axis`` (-inf where ``where`` is False)."""
+    a = _inexact("log_softmax", x)
+    axis = _axis_key(axis)
+    x_max = jnp.max(a, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = a if where is None else jnp.where(where, a, -np.inf)
+    shifted = jnp.subtract(x_safe, lax.stop_gradient(x_max))
+    result = jnp.subtract(shifted, jnp.log(jnp.sum(jnp.exp(shifted), axis, where=where,
+                                                   keepdims=True)))
+    return result if where is None else jnp.where(where, result, -np.inf)
+
+
+def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None,
+              keepdims: bool = False, return_sign: bool = False,
+              where: ArrayLike | None = None) -> Any:
+    """``log(sum(b * exp(a)))`` over ``axis``, without overflow; with
+    ``return_sign`` also the sign of the sum (for negative ``b``)."""
+    if b is not None:
+        x, scale = _util.promote_args_inexact("lamina.nn.logsumexp", a, b)
+        x = jnp.where(jnp.not_equal(scale, 0), x, -np.inf)
+    else:
+        x = _inexact("logsumexp", a)
+        scale = None
+    nd = _util.ndim_of(x)
+    axes = _util.canonicalize_axes("lamina.nn.logsumexp", _axis_key(axis), nd)
+    real = jnp.real(x)
+    amax = jnp.max(real, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
+    # An all -inf (or +inf) slice would make x - amax NaN; shift by 0 instead.
+    amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
+    amax_kept = amax if keepdims else (lax.expand_dims(amax, axes) if axes else amax)
+    exp_x = jnp.exp(jnp.subtract(x, _util.convert(amax_kept, _util.dtype_of(x))))
+    if scale is not None:
+        exp_x = jnp.multiply(exp_x, scale)
+    total = jnp.sum(exp_x, axis=axes, keepdims=keepdims, where=where)
+    sign = lax.sign(total)
+    complex_input = dtypes.is_complex(_util.dtype_of(total))
+    if return_sign or not complex_input:
+        total = jnp.abs(total)
+    out = jnp.add(jnp.log(total), _util.convert(amax, _util.dtype_of(jnp.log(total))))
+    if return_sign:
+        return out, sign
+    if scale is not None and not complex_input:
+        out = jnp.where(jnp.less(sign, 0), np.nan, out)
+    return out
+
+
+def one_hot(x: ArrayLike, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Array:
+    """``x`` as one-hot vectors of length ``num_classes`` along ``axis``
+    (out-of-range values give all zeros); default dtype the default float."""
+    a = _util.operand("lamina.nn.one_hot", x, "x")
+    n = _util.concrete_int("lamina.nn.one_hot", num_classes, "num_classes")
+    out_dtype = _util.user_dtype("lamina.nn.one_hot", dtype) or dtypes.default_float_dtype()
+    nd = _util.ndim_of(a)
+    pos = _util.canonicalize_axis("lamina.nn.one_hot", axis, nd + 1)
+    lhs = lax.expand_dims(a, (pos,))
+    classes_shape = [1] * (nd + 1)
+    classes_shape[pos] = n
+    classes = lax.broadcasted_iota(_util.dtype_of(a), tuple(classes_shape), pos)
+    return lax.convert_element_type(jnp.equal(lhs, classes), out_dtype)
+
+
+def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
+                variance: ArrayLike | None = None, epsilon: ArrayLike = 1e-5,
+                where: ArrayLike | None = None, *, algorithm: str = "fast") -> Array:
+    """``(x - mean) / sqrt(variance + epsilon)`` over ``axis``; the variance is
+    ``mean(x**2) - mean(x)**2`` ('fast', JAX's default) or ``mean((x - mean)**2)``
+    ('stable')."""
+    a = _inexact("standardize", x)
+    axis = _axis_key(axis)
+    if mean is None:
+        mean = jnp.mean(a, axis, keepdims=True, where=where)
+    if variance is None:
+        if algorithm == "stable":
+            variance = jnp.mean(jnp.square(jnp.subtract(a, mean)), axis, keepdims=True,
+                                where=where)
+        elif algorithm == "fast":
+            variance = jnp.subtract(jnp.mean(jnp.square(a), axis, keepdims=True, where=where),
+                                    jnp.square(mean))
+            # The fast formula can go slightly negative; rsqrt needs >= 0.
+            variance = jnp.clip(variance, 0)
+        else:
+            raise ValueError(f"lamina.nn.standardize: unknown algorithm {algorithm!r}; expected "
+                             "'fast' or 'stable'")
+    return jnp.multiply(jnp.subtract(a, mean), lax.rsqrt(jnp.add(variance, epsilon)))
+
+
+normalize = standardize
