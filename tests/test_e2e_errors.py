@@ -133,3 +133,41 @@ def test_leaked_tracer_from_grad_is_unexpected_tracer_error():
     "a TypeError (via JAXTypeError), so `except TypeError` code written for JAX misses it"))
 def test_unexpected_tracer_error_is_a_type_error_as_in_jax():
     assert issubclass(UnexpectedTracerError, TypeError)
+
+
+# --- bad input names the argument by its path ---------------------------------------------------
+def add_k(x, y):
+    return x['k'] + y
+
+
+def _mesh_sharding(spec):
+    from lamina.sharding import Mesh, NamedSharding, PartitionSpec
+    mesh = Mesh(np.array(lx.devices()[:8]).reshape(2, 4), ("a", "b"))
+    return NamedSharding(mesh, PartitionSpec(*spec))
+
+
+BAD_INPUT = [
+    ("vmap_sizes", lambda: lx.vmap(add_k)({'k': np.ones(3)}, np.ones(4)), ValueError,
+     ["x['k']", "argument y"]),
+    ("vmap_in_axes_rank", lambda: lx.vmap(add_k, in_axes=({'k': 1}, 0))({'k': np.ones(3)},
+                                                                         np.ones(3)),
+     ValueError, ["x['k']"]),
+    ("grad_of_int", lambda: lx.grad(lambda x: x * 2)(1), TypeError, ["argument x"]),
+    ("jit_non_array", lambda: lx.jit(add_k)({'k': 'str'}, 1.), TypeError, ["x['k']", "add_k"]),
+    ("jit_sharding_rank",
+     lambda: lx.jit(add_k, in_shardings=({'k': _mesh_sharding(('a', 'b'))}, None))(
+         {'k': np.ones(8)}, np.ones(8)), ValueError, ["x['k']", "add_k"]),
+    ("jit_sharding_divisibility",
+     lambda: lx.jit(add_k, in_shardings=({'k': _mesh_sharding(('b',))}, None))(
+         {'k': np.ones(6)}, np.ones(6)), ValueError, ["x['k']", "add_k"]),
+    ("pmap_sizes", lambda: lx.pmap(add_k)({'k': np.ones(8)}, np.ones(7)), ValueError,
+     ["x['k']", "argument y"]),
+]
+
+
+@pytest.mark.parametrize("case,call,error,fragments", BAD_INPUT, ids=[b[0] for b in BAD_INPUT])
+def test_bad_input_names_the_argument(devices8, case, call, error, fragments):
+    with pytest.raises(error) as info:
+        call()
+    for fragment in fragments:
+        assert fragment in str(info.value)

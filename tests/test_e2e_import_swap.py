@@ -27,19 +27,12 @@ FRESH_CASES = [
     pytest.param("grad", """
         import lamina as lx
         assert float(lx.grad(lambda x: x * 3.0)(1.0)) == 3.0
-        """, id="grad_right_after_import", marks=pytest.mark.xfail(strict=True, reason=(
-            "lamina's lazy __init__ does not import the runtime (lamina_interpreters_pxla) "
-            "for lx.grad/lx.vmap/lx.lax: in a fresh process `import lamina as lx; "
-            "lx.grad(lambda x: x * 3.0)(1.0)` raises MissingRuleError 'primitive mul has no "
-            "impl rule'"))),
+        """, id="grad_right_after_import"),
     pytest.param("lax", """
         import lamina as lx
         from lamina import lax
         assert abs(float(lax.sin(1.0)) - 0.8414709848) < 1e-6
-        """, id="lax_right_after_import", marks=pytest.mark.xfail(strict=True, reason=(
-            "in a fresh process `from lamina import lax; lax.sin(1.0)` raises "
-            "MissingRuleError: lamina.lax does not import the runtime that registers "
-            "eager impl rules"))),
+        """, id="lax_right_after_import"),
 ]
 
 

@@ -8,6 +8,7 @@ The expected names are JAX 0.10's (checked against the peer at /tmp/jaxpeer;
 
 from __future__ import annotations
 
+import collections
 import json
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 
 import lamina as lx
 import lamina.numpy as jnp
+from lamina import lax
 from e2e_helpers import (
     JAX_PEER,
     jax_peer_available,
@@ -313,3 +315,60 @@ def test_names_match_the_jax_peer():
     jax_kept = [flat_names[int(n[len("flat_args["):-1])] for n in peer["pmap"]]
     assert text_arg_infos(_pmap_lowered().as_text()) == jax_kept
     assert peer["results"] == RESULTS
+
+
+# --- JAX's naming conventions, case by case (expected values read off JAX 0.10) -----------------
+P = collections.namedtuple("P", ["u", "v"])
+
+
+def with_defaults(p, n, scale=2.0, *, w):
+    return p.u * scale + p.v * w
+
+
+def uses_x_and_z(x, y, z):
+    return x * z
+
+
+CONVENTIONS = [
+    ("namedtuple_fields_and_keyword_only",
+     lambda: lx.jit(with_defaults, static_argnums=(1,)).lower(P(1., 2.), 3, w=4.),
+     ["p.u", "p.v", "w"], ["result"]),
+    ("positional_passed_by_keyword",
+     lambda: lx.jit(with_defaults, static_argnames=("n",)).lower(p=P(1., 2.), n=3, w=4.),
+     ["p.u", "p.v", "w"], ["result"]),
+    ("default_passed_explicitly_is_an_argument",
+     lambda: lx.jit(with_defaults, static_argnums=(1,)).lower(P(1., 2.), 3, 5., w=4.),
+     ["p.u", "p.v", "scale", "w"], ["result"]),
+    ("static_in_the_middle",
+     lambda: lx.jit(uses_x_and_z, static_argnums=(1,)).lower(1., "hi", 3.),
+     ["x", "z"], ["result"]),
+    ("vmap_with_keyword",
+     lambda: lx.jit(lx.vmap(lambda x, *, k: x * k)).lower(ONE, k=ONE), ["x", "k"], ["result"]),
+    ("scan_results",
+     lambda: lx.jit(lambda xs, c: lax.scan(lambda c, x: (c + x, c * x), c, xs)).lower(ONE, 1.),
+     ["xs", "c"], ["result[0]", "result[1]"]),
+    ("dict_results_sorted",
+     lambda: lx.jit(lambda x: {'z': x, 'a': [x, (x, x)]}).lower(1.),
+     ["x"], ["result['a'][0]", "result['a'][1][0]", "result['a'][1][1]", "result['z']"]),
+    ("none_results_are_not_outputs",
+     lambda: lx.jit(lambda x: (x, None, {'k': x})).lower(1.),
+     ["x"], ["result[0]", "result[2]['k']"]),
+]
+
+
+@pytest.mark.parametrize("case,lower,arg_names,result_names", CONVENTIONS,
+                         ids=[c[0] for c in CONVENTIONS])
+def test_jax_naming_conventions(case, lower, arg_names, result_names):
+    lowered = lower()
+    text = lowered.as_text(debug_info=True)
+    assert text_arg_locs(text) == arg_names
+    assert text_arg_infos(text) == arg_names
+    assert text_result_infos(text) == result_names
+
+
+def test_pmap_names_broadcast_and_static_arguments_by_parameter(devices8):
+    for build in (lambda: lx.pmap(uses_x_and_z, in_axes=(0, None, 0)).lower(ONE, 2., ONE),
+                  lambda: lx.pmap(uses_x_and_z, static_broadcasted_argnums=(1,)).lower(
+                      ONE, 2., ONE)):
+        sig = main_signature(build().compiler_ir("stablehlo"))
+        assert list(sig.arg_infos) == ["x", "z"]

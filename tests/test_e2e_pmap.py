@@ -65,10 +65,6 @@ def test_collectives_give_the_same_values_in_both_layouts(devices8):
     np.testing.assert_allclose(classic, chunked)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lamina.config routes 'pmap_chunked_shards' to the runtime's RuntimeConfig, which has no "
-    "such setting: config.update/read('pmap_chunked_shards') raise ConfigError/"
-    "AttributeError although lamina.config documents the setting"))
 def test_the_config_flag_turns_chunking_off(devices8):
     assert lx.config.read("pmap_chunked_shards") is True
     lx.config.update("pmap_chunked_shards", False)

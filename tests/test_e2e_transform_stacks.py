@@ -257,7 +257,7 @@ def expected_arg_names(args: tuple[Any, ...]) -> list[str]:
 
 
 # --- the property -------------------------------------------------------------------------------
-@settings(max_examples=20, deadline=None, derandomize=True,
+@settings(max_examples=20, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(examples())
 def test_random_transformation_stacks(example):

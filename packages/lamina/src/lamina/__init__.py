@@ -74,6 +74,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "config": ("lamina.config", None),
 }
 
+#: attributes that must not pull in the runtime (they are used before it).
+_NO_RUNTIME_NEEDED = frozenset({"config", "distributed"})
+
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
@@ -82,6 +85,10 @@ def __getattr__(name: str) -> Any:
     if entry is None:
         raise AttributeError(f"module 'lamina' has no attribute {name!r}")
     module_name, attribute = entry
+    if name not in _NO_RUNTIME_NEEDED:
+        # Eager execution needs the runtime's impl rules; importing it creates no
+        # client (that happens on first use), so `distributed.initialize` still works.
+        importlib.import_module("lamina_interpreters_pxla")
     module = importlib.import_module(module_name)
     value = module if attribute is None else getattr(module, attribute)
     globals()[name] = value  # later lookups skip __getattr__

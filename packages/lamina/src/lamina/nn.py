@@ -10,6 +10,7 @@ so large inputs do not overflow.
 
 from __future__ import annotations
 
+import lamina_interpreters_pxla  # noqa: F401  (eager impl rules)
 import functools
 import math
 from typing import Any

@@ -13,6 +13,7 @@ under the key, so keys and numbers equal JAX's for the same seed.
 
 from __future__ import annotations
 
+import lamina_interpreters_pxla  # noqa: F401  (eager impl rules)
 import math
 import operator
 from collections.abc import Sequence

@@ -221,6 +221,8 @@ def dtype_and_weakness(x: Any) -> tuple[np.dtype[Any], bool]:
         return default_float_dtype(), True
     if isinstance(x, complex):
         return default_complex_dtype(), True
+    if isinstance(x, (np.dtype, type, str)):  # a dtype or a scalar type like np.int32
+        return canonicalize_dtype(np.dtype(x)), False
     dtype = getattr(x, "dtype", None)
     if dtype is not None:
         return canonicalize_dtype(dtype), bool(getattr(getattr(x, "aval", x), "weak_type", False))

@@ -77,8 +77,7 @@ def operand(fun: str, x: Any, name: str = "x") -> ArrayLike:
     if is_lamina_array(x) or type(x) in _PY_SCALARS:
         return x
     if isinstance(x, (np.ndarray, np.generic)):
-        dtypes.check_user_dtype(x.dtype, fun_name=fun)
-        canon = dtypes.canonicalize_dtype(x.dtype)
+        canon = user_dtype(fun, x.dtype)  # rejects object/string arrays
         return x if x.dtype == canon else np.asarray(x, canon)
     if isinstance(x, (list, tuple)):
         return from_nested(fun, x, name)
@@ -91,8 +90,8 @@ def operand(fun: str, x: Any, name: str = "x") -> ArrayLike:
 
 
 def _builtin_scalar(x: Any) -> Any:
-    """A subclass instance (``IntEnum``, ``np.float64`` is handled above) as the
-    plain Python scalar it extends."""
+    """An instance of a Python scalar subclass (``IntEnum``...) as the plain
+    scalar it extends, so that it is weakly typed like one."""
     if isinstance(x, bool):
         return bool(x)
     if isinstance(x, int):
