@@ -181,9 +181,6 @@ def test_x64_keys_and_numbers_match_jax():
         dtypes.enable_x64(False)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="tracing-core's check_user_dtype rejects bfloat16 (numpy kind 'V'), so "
-                          "no bfloat16 array can be made yet")
 def test_bfloat16_draws_match_jax():
     check(random.normal(K, (3,), jnp.bfloat16).astype(jnp.float32), [0.386719, 0.182617, -1.0],
           rtol=1e-2)

@@ -16,6 +16,7 @@ import lamina_tracing_core as tc
 from lamina_tracing_core import core, lax
 from lamina_tracing_core.custom_derivatives import (
     SymbolicZero,
+    custom_vjp_primal_tree_values,
     custom_jvp,
     custom_jvp_call_p,
     custom_vjp,
@@ -314,3 +315,28 @@ def test_custom_vjp_rule_errors() -> None:
     with pytest.raises(ValueError, match="at output\\[0\\] the bwd rule produced an output of "
                                          "type float32\\[3\\]"):
         tc.grad(f)(f32(1.0))
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, staged])
+def test_custom_vjp_symbolic_zeros(wrap: Any) -> None:
+    seen: list[Any] = []
+
+    @custom_vjp
+    def f(x: Any, y: Any) -> Any:
+        return x * y, x
+
+    def fwd(x: Any, y: Any) -> Any:
+        seen.append((x.perturbed, y.perturbed))
+        x, y = custom_vjp_primal_tree_values((x, y))
+        return f(x, y), (x, y)
+
+    def bwd(res: Any, cts: Any) -> Any:
+        x, y = res
+        ct0, ct1 = cts
+        seen.append(type(ct1) is SymbolicZero)
+        return (ct0 * y if type(ct1) is SymbolicZero else ct0 * y + ct1), ct0 * x
+
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    g = tc.grad(wrap(lambda x: f(x, f32(3.0))[0]))(f32(2.0))
+    assert float(g) == 3.0
+    assert seen == [(True, False), True]

@@ -144,3 +144,33 @@ def test_checkpointed_cond_with_custom_jvp_in_scan() -> None:
     jaxpr = tc.make_jaxpr(tc.grad(k))(f32(0.7), YS)
     tc.validate_jaxpr_debug_info(jaxpr)
     core.check_jaxpr(jaxpr)
+
+
+@custom_vjp
+def sin_vjp10(x: Any) -> Any:
+    return lax.sin(x)
+
+
+sin_vjp10.defvjp(lambda x: (lax.sin(x), lax.cos(x)), lambda c, g: (g * c * 10.0,))
+
+
+@custom_jvp
+def sin_jvp10(x: Any) -> Any:
+    return lax.sin(x)
+
+
+sin_jvp10.defjvp(lambda p, t: (sin_jvp10(p[0]), lax.cos(p[0]) * t[0] * 10.0))
+
+
+@pytest.mark.parametrize("fn", [sin_vjp10, sin_jvp10])
+@pytest.mark.parametrize("policy", [None, "everything"])
+def test_custom_rules_inside_checkpoint(fn: Any, policy: Any) -> None:
+    from lamina_tracing_core.checkpoint import checkpoint_policies
+    pol = checkpoint_policies.everything_saveable if policy else None
+    g = checkpoint(lambda x: fn(x * 2.0) * 3.0, policy=pol)
+    np.testing.assert_allclose(tc.grad(g)(f32(0.3)), np.cos(0.6) * 60.0, rtol=1e-5)
+    np.testing.assert_allclose(tc.vmap(tc.grad(g))(np.array([0.3, 0.1], f32)),
+                               np.cos([0.6, 0.2]) * 60.0, rtol=1e-5)
+    jaxpr = tc.make_jaxpr(tc.grad(g))(f32(0.3))
+    tc.validate_jaxpr_debug_info(jaxpr)
+    core.check_jaxpr(jaxpr)

@@ -234,7 +234,7 @@ def test_complex_parts() -> None:
     check_grads(lambda a: lx.real(lx.mul(lx.conj(lx.complex(a, a)), lx.complex(a, a))),
                 [f32(3)], 1)
     check_vmap(lx.real, [z], [0])
-    check_vmap(lambda a, b: lx.complex(a, b), [f32(2, 3), f32(3)], [0, None])
+    check_vmap(lambda a, b: lx.complex(a, b), [f32(2, 3), f32(1, 3)], [0, None])
 
 
 def test_select_n() -> None:

@@ -149,6 +149,38 @@ def test_check_jaxpr_accepts_traced_and_rejects_bad() -> None:
         core.check_jaxpr(Jaxpr([], [a], [bad_out], [eqn]))
 
 
+def test_check_jaxpr_literals_operands_effects_and_consts() -> None:
+    from lamina_tracing_core.source_info import SourceInfo
+    f32_aval = ShapedArray((), np.float32)
+    a, b = Var(f32_aval), Var(f32_aval)
+
+    def one(invars: list[Any], eqn_effects: Any = effects.no_effects,
+            params: dict[str, Any] | None = None, prim: Primitive = T.t_add_p) -> Jaxpr:
+        eqn = JaxprEqn(invars, [b], prim, params or {}, eqn_effects, SourceInfo(None))
+        return Jaxpr([], [a], [b], [eqn], effects=frozenset(eqn_effects))
+
+    core.check_jaxpr(one([a, Literal(np.float32(2.0), f32_aval)]))
+    core.check_jaxpr(one([a, Literal(2.0, f32_aval.update(weak_type=True))]))
+    with pytest.raises(JaxprTypeError, match="has a value of dtype int32"):
+        core.check_jaxpr(one([a, Literal(np.int32(2), f32_aval)]))
+    with pytest.raises(JaxprTypeError, match="is not a variable or a literal"):
+        core.check_jaxpr(one([a, "b"]))
+    # a collective's named-axis effect must stay on its equation
+    with core.extend_axis_env("i", 2):
+        good = tc.make_jaxpr(lambda x: lax.psum(x, "i"))(f32(1.0))
+    core.check_jaxpr(good)
+    stripped = Jaxpr([], good.jaxpr.invars, good.jaxpr.outvars,
+                     [good.eqns[0].replace(effects=effects.no_effects)], good.jaxpr.effects)
+    with pytest.raises(JaxprTypeError, match="miss the primitive's effects"):
+        core.check_jaxpr(stripped)
+    closed = tc.make_jaxpr(lambda x: T.t_mul(x, np.ones(3, np.float32)))(np.ones(3, f32))
+    assert closed.jaxpr.constvars
+    broken = ClosedJaxpr(closed.jaxpr, closed.consts)
+    broken.consts = []
+    with pytest.raises(JaxprTypeError, match="0 consts for 1 constvars"):
+        core.check_jaxpr(broken)
+
+
 def test_pretty_print_nested_jaxpr_params() -> None:
     inner = tc.make_jaxpr(lambda y: T.t_sin(y))(f32(1.0))
     call_p = Primitive("test_call")

@@ -49,7 +49,7 @@ from lamina_interpreters_pxla.sharding import (
 )
 from lamina_linear_util import tree_util
 from lamina_mlir_lowering import register_lowering
-from lamina_tracing_core import ad_util
+from lamina_tracing_core import ad_util, dtypes
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import Tracer
 from lamina_tracing_core.primitives import (
@@ -160,7 +160,7 @@ def _check_leaf(leaf: Any, dest: Any, name: str) -> Any:
     elif isinstance(leaf, Tracer):
         aval = leaf.aval
     elif type(leaf) is np.ndarray:
-        if leaf.dtype.kind in "OSUVMm":
+        if not dtypes.is_valid_array_dtype(leaf.dtype):
             host_array(leaf, name=name)  # raises the clear error
         _check_shape(leaf.shape, dest, name)
         return leaf
@@ -175,7 +175,7 @@ def _check_leaf(leaf: Any, dest: Any, name: str) -> Any:
         except TypeError:
             leaf = host_array(leaf, name=name)[0]  # e.g. a jax array; else a clear error
             aval = get_aval(leaf)
-        if aval.dtype.kind in "OSUV":
+        if not dtypes.is_valid_array_dtype(aval.dtype):
             host_array(leaf, name=name)
     _check_shape(aval.shape, dest, name)
     return leaf

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device
+from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device, JaxRuntimeError
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
 from lamina_interpreters_pxla.backends import default_device, lowering_platform
 from lamina_interpreters_pxla.executable import (
@@ -38,6 +38,7 @@ from lamina_interpreters_pxla.executable import (
     Executable,
     compile_module,
     output_shardings_of,
+    runtime_error,
 )
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.transfer import put_host_value, shard_args
@@ -62,6 +63,16 @@ class EagerDispatchError(ValueError):
 
 
 # --- the compiled-call cache ------------------------------------------------------------
+# How each argument of a cached entry reaches the program. The cache key fixes
+# every argument's kind (an Array with its aval, sharding and committed flag, a
+# host scalar's type, a numpy array's shape and dtype), so the entry decides
+# once, when it is built, what a call has to do for each position.
+_IN_PLACE = 0   # an Array already on the program's sharding: passed as is
+_MOVE = 1       # an Array that must move first (shard_args)
+_SCALAR = 2     # a Python/numpy scalar or 0-d array: a cached device buffer
+_HOST = 3       # a numpy array: put on the device on every call (it may change)
+
+
 class _ArgPlan:
     """How one argument reaches the program: as is, moved, or put from the host."""
 
@@ -72,37 +83,76 @@ class _ArgPlan:
         self.move = move
 
 
-class _Entry:
-    """One compiled primitive application (per argument signature)."""
+def _arg_kind(x: Any, plan: _ArgPlan) -> int:
+    if type(x) is Array:
+        return _MOVE if plan.move else _IN_PLACE
+    if type(x) in _PYTHON_SCALARS or np.ndim(x) == 0:
+        return _SCALAR
+    return _HOST
 
-    __slots__ = ("prim", "executable", "plans", "multiple_results", "needs_moves", "keepalive")
+
+class _Entry:
+    """One compiled primitive application (per argument signature), ready to
+    call: the result handlers are built, and what each argument needs was
+    decided from the signature, which the cache key guarantees."""
+
+    __slots__ = ("name", "executable", "loaded", "handlers", "plans", "kinds",
+                 "all_in_place", "multiple_results", "keepalive")
 
     def __init__(self, prim: Primitive, executable: Executable, plans: list[_ArgPlan],
-                 keepalive: Any):
-        self.prim = prim
+                 kinds: list[int], keepalive: Any):
+        self.name = prim.name
         self.executable = executable
+        self.loaded = executable.loaded
+        self.handlers = executable._handlers
         self.plans = plans
+        self.kinds = kinds
+        self.all_in_place = all(k == _IN_PLACE for k in kinds)
         self.multiple_results = prim.multiple_results
-        self.needs_moves = any(p.move for p in plans)
         self.keepalive = keepalive  # objects whose id() is part of the cache key
 
     def run(self, args: Sequence[Any]) -> Any:
+        if self.all_in_place and not _custom_layouts:
+            impls = [x._arr for x in args]
+            for impl in impls:
+                if impl.is_deleted():
+                    return self._raise_deleted(impls)
+        else:
+            impls = self._prepare(args)
+        try:
+            results = self.loaded.execute_sharded(impls)
+        except JaxRuntimeError as e:
+            raise runtime_error(self.executable, e) from e
+        outs = results.consume_with_handlers(self.handlers)
+        if self.multiple_results:
+            return [Array(o) for o in outs]
+        return Array(outs[0])
+
+    def _raise_deleted(self, impls: list[ArrayImpl]) -> Any:
+        for i, impl in enumerate(impls):
+            if impl.is_deleted():
+                raise DeletedArrayError(deleted_message(impl, f"{self.name}: argument {i}"))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _prepare(self, args: Sequence[Any]) -> list[ArrayImpl]:
+        """The program's arguments for any mix of kinds (the general path)."""
         impls: list[ArrayImpl] = []
         moves: list[int] = []
-        name = self.prim.name
-        for i, (x, plan) in enumerate(zip(args, self.plans)):
-            if type(x) is Array:
-                impl = x._arr
-                if impl.is_deleted():
-                    raise DeletedArrayError(deleted_message(impl, f"{name}: argument {i}"))
-                if plan.move or id(impl) in _custom_layouts:
-                    moves.append(i)
-                impls.append(impl)
-            elif type(x) in _PYTHON_SCALARS or np.ndim(x) == 0:
+        name = self.name
+        for i, (x, kind, plan) in enumerate(zip(args, self.kinds, self.plans)):
+            if kind == _SCALAR:
                 impls.append(_scalar_on(x, plan.sharding))
-            else:
+                continue
+            if kind == _HOST:
                 impls.append(put_host_value(x, plan.sharding, committed=False,
                                             what=name, name=str(i)))
+                continue
+            impl = x._arr
+            if impl.is_deleted():
+                raise DeletedArrayError(deleted_message(impl, f"{name}: argument {i}"))
+            if kind == _MOVE or id(impl) in _custom_layouts:
+                moves.append(i)
+            impls.append(impl)
         if moves:
             placed = shard_args([impls[i] for i in moves], [self.plans[i].sharding
                                                           for i in moves],
@@ -110,10 +160,7 @@ class _Entry:
                                 arg_names=[str(i) for i in moves])
             for i, impl in zip(moves, placed):
                 impls[i] = impl
-        outs = self.executable.execute(impls)
-        if self.multiple_results:
-            return [Array(o) for o in outs]
-        return Array(outs[0])
+        return impls
 
 
 _CACHE_SIZE = 4096
@@ -171,29 +218,53 @@ def _hashable(value: Any, keepalive: list[Any]) -> Hashable:
 
 
 def _params_key(params: dict[str, Any], keepalive: list[Any]) -> Hashable:
-    items = tuple(params.items())
-    try:
-        hash(items)
-        return items
-    except TypeError:
-        return tuple((k, _hashable(v, keepalive)) for k, v in items)
+    return tuple((k, _hashable(v, keepalive)) for k, v in params.items())
 
 
 # --- applying a primitive ------------------------------------------------------------
 def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
-    """Runs ``prim`` on concrete ``args`` (the eager impl rule of every primitive)."""
-    keepalive: list[Any] = []
-    arg_keys = tuple([_arg_key(x) for x in args])
-    key: Hashable | None = None
-    if None not in arg_keys:
-        try:
-            key = (prim, _params_key(params, keepalive), arg_keys, dtypes.x64_state.enabled)
-            entry = _cache.get(key)
-        except TypeError:
-            key, entry = None, None
-        if entry is not None:
-            cache_stats["hits"] += 1
-            return entry.run(args)
+    """Runs ``prim`` on concrete ``args`` (the eager impl rule of every primitive).
+
+    A call whose signature was seen before costs one dictionary lookup plus
+    the program call: the key holds the primitive, its params, the x64 mode
+    and per argument its type, shape and dtype (and for Arrays the sharding
+    and committed flag), which is everything the abstract-evaluation check,
+    the placement and the compiled program depend on.
+    """
+    parts: list[Any] = [prim, tuple(params.items()), _x64.enabled]
+    for x in args:
+        if type(x) is Array:
+            k = x._dispatch_key
+            if k is None:
+                impl = x._arr
+                k = x._dispatch_key = (impl.aval, impl._sharding, impl._committed)
+        else:
+            k = _arg_key(x)
+            if k is None:  # not an array type the cache knows: no fast path
+                return _lookup_or_build(None, prim, args, params, [])
+        parts.append(k)
+    key = tuple(parts)
+    try:
+        entry = _cache.get(key)
+    except TypeError:  # unhashable params: key them by a hashable stand-in
+        keepalive: list[Any] = []
+        parts[1] = _params_key(params, keepalive)
+        return _lookup_or_build(tuple(parts), prim, args, params, keepalive)
+    if entry is None:
+        return _lookup_or_build(key, prim, args, params, [])
+    cache_stats["hits"] += 1
+    return entry.run(args)
+
+
+_x64 = dtypes.x64_state
+
+
+def _lookup_or_build(key: Hashable | None, prim: Primitive, args: Sequence[Any],
+                     params: dict[str, Any], keepalive: list[Any]) -> Any:
+    entry = _cache.get(key) if key is not None else None
+    if entry is not None:
+        cache_stats["hits"] += 1
+        return entry.run(args)
     cache_stats["misses"] += 1
     entry = _build_entry(prim, args, params, keepalive)
     if key is not None:
@@ -213,7 +284,7 @@ def _operand_aval(prim: Primitive, i: int, x: Any) -> ShapedArray:
     except TypeError as e:
         raise TypeError(f"{prim.name}: argument {i} ({type(x).__name__}) is not a valid "
                         f"lamina array: {e}") from e
-    if aval.dtype.kind in "OSUV":
+    if not dtypes.is_valid_array_dtype(aval.dtype):
         raise TypeError(f"{prim.name}: argument {i} has dtype {aval.dtype}, which is not a "
                         "valid lamina array type")
     return aval
@@ -226,7 +297,8 @@ def _build_entry(prim: Primitive, args: Sequence[Any], params: dict[str, Any],
     placement = _placement(prim, args)
     closed = _one_equation_jaxpr(prim, in_avals, out_avals, params)
     executable = _compile(prim, closed, in_avals, out_avals, placement)
-    return _Entry(prim, executable, placement.plans, keepalive)
+    kinds = [_arg_kind(x, plan) for x, plan in zip(args, placement.plans)]
+    return _Entry(prim, executable, placement.plans, kinds, keepalive)
 
 
 class _Placement:
@@ -414,6 +486,10 @@ def register_eager_impls() -> int:
         if prim in primitives.impl_rules or getattr(prim, "map_primitive", False):
             continue
         primitives.impl_rules[prim] = _make_impl(prim)
+        # apply_primitive runs the abstract-evaluation rule whenever it
+        # compiles, and a cache hit means the same types and params were
+        # checked before: the eval trace need not check them again.
+        core.impls_checking_inputs.add(prim)
         _registered.add(prim)
         added += 1
     return added

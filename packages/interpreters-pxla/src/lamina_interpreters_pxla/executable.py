@@ -367,7 +367,7 @@ class Executable:
         try:
             results = self.loaded.execute_sharded(impls)
         except JaxRuntimeError as e:
-            raise _runtime_error(self, e) from e
+            raise runtime_error(self, e) from e
         outs: list[ArrayImpl] = results.consume_with_handlers(self._handlers)
         if self._any_donated:
             self._after_donation(impls)
@@ -411,7 +411,8 @@ def _str_aval(aval: Any) -> str:
     return aval.str_short() if isinstance(aval, ShapedArray) else repr(aval)
 
 
-def _runtime_error(exe: Executable, e: Exception) -> Exception:
+def runtime_error(exe: Executable, e: Exception) -> Exception:
+    """A failed execution of ``exe`` as an error that names the program."""
     msg = str(e)
     if "deleted or donated" in msg:
         return ExecutableCallError(f"{exe.name}: an argument was deleted or donated: {msg}")

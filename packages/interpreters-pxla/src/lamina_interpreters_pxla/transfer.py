@@ -138,7 +138,7 @@ def host_array(x: Any, *, what: str = "device_put",
     dt = arr.dtype
     if dt == dtypes.float0:
         return np.zeros(arr.shape, dtypes.bool_), False
-    if dt.kind in "OSUVMm":
+    if not dtypes.is_valid_array_dtype(dt):
         raise InvalidArgumentError(
             f"{_label(what, name)}: dtype {dt} is not a valid lamina array type; only "
             "numeric and boolean arrays are supported")

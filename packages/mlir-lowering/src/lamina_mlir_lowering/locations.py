@@ -36,19 +36,27 @@ def op_name_path(prefix: str, source_info: SourceInfo | None, op_name: str) -> s
 
 
 class LocationCache:
-    """Locations of one lowering, keyed by (name path, file, line, column)."""
+    """Locations of one lowering, keyed by (name path, file, line, column).
 
-    __slots__ = ("_locs", "_origin", "_tables", "_file_locs")
+    Equations are looked up first by the identity of their ``SourceInfo``
+    (many equations share one object, and comparing equal-but-distinct ones
+    costs far more than a dictionary hit), then by its value. The identity
+    tables keep the ``SourceInfo`` alive, so an id is never reused while its
+    entry exists."""
+
+    __slots__ = ("_locs", "_origin", "_tables", "_by_value", "_file_locs")
 
     def __init__(self) -> None:
         self._locs: dict[_Key, ir.Location] = {}
         self._origin: dict[_Key, Any] = {}
-        self._tables: dict[str, dict[tuple[SourceInfo | None, str], ir.Location]] = {}
+        self._tables: dict[str, dict[tuple[int, str], tuple[Any, ir.Location]]] = {}
+        self._by_value: dict[tuple[str, SourceInfo | None, str], ir.Location] = {}
         self._file_locs: dict[tuple[str, int, int], ir.Location] = {}
 
-    def table(self, prefix: str) -> dict[tuple[SourceInfo | None, str], ir.Location]:
-        """The ``(source_info, op_name) -> location`` cache under ``prefix``
-        (read it directly on hot paths; ``for_equation`` fills it)."""
+    def table(self, prefix: str) -> dict[tuple[int, str], tuple[Any, ir.Location]]:
+        """The ``(id(source_info), op_name) -> (source_info, location)`` cache
+        under ``prefix``: read it directly on hot paths, checking that the
+        entry's ``source_info`` *is* the equation's (``for_equation`` fills it)."""
         table = self._tables.get(prefix)
         if table is None:
             table = self._tables[prefix] = {}
@@ -59,8 +67,12 @@ class LocationCache:
         """The location of an op lowered from an equation (``origin``, kept
         for error messages) with ``source_info``, under name path ``prefix``."""
         table = self.table(prefix)
-        key = (source_info, op_name)
-        loc = table.get(key)
+        id_key = (id(source_info), op_name)
+        hit = table.get(id_key)
+        if hit is not None and hit[0] is source_info:
+            return hit[1]
+        key = (prefix, source_info, op_name)
+        loc = self._by_value.get(key)
         if loc is None:
             name = op_name_path(prefix, source_info, op_name)
             frame = source_info.frame if source_info is not None else None
@@ -68,7 +80,8 @@ class LocationCache:
                 loc = self.named(name, None, 0, 0, origin)
             else:
                 loc = self.named(name, frame.file_name, frame.line, frame.column, origin)
-            table[key] = loc
+            self._by_value[key] = loc
+        table[id_key] = (source_info, loc)
         return loc
 
     def named(self, name: str, file: str | None = None, line: int = 0, column: int = 0,

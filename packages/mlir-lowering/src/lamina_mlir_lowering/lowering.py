@@ -28,6 +28,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.dtypes import float0
 from lamina_tracing_core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 
 from lamina_mlir_lowering.axis_context import AxisContext, ShardingAxisContext
@@ -47,7 +48,7 @@ from lamina_mlir_lowering.sharding import (
     ShardingSpec,
     is_unspecified,
 )
-from lamina_mlir_lowering.types import Value, ir_constant, type_cache
+from lamina_mlir_lowering.types import TypeCache, Value, ir_constant, type_cache
 
 __all__ = [
     "LoweringResult", "lower_jaxpr_to_module", "jaxpr_subcomp", "lower_sub_jaxpr",
@@ -130,14 +131,18 @@ def sanitize_module_name(name: str) -> str:
 class _Env:
     """Values of a jaxpr's variables during lowering."""
 
-    __slots__ = ("values",)
+    __slots__ = ("values", "types")
 
-    def __init__(self) -> None:
+    def __init__(self, types: TypeCache) -> None:
         self.values: dict[Var, Value] = {}
+        self.types = types
 
     def read(self, atom: Any) -> Value:
         if type(atom) is Literal:
-            return ir_constant(np.asarray(atom.val, atom.aval.dtype))
+            value = np.asarray(atom.val, atom.aval.dtype)
+            if value.ndim == 0 and value.dtype != float0:
+                return self.types.scalar_constant(value)
+            return ir_constant(value)
         try:
             return self.values[atom]
         except KeyError:
@@ -165,7 +170,7 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Value],
         raise LoweringError(
             f"jaxpr_subcomp: got {len(consts)} consts and {len(args)} args for a jaxpr "
             f"with {len(jaxpr.constvars)} constvars and {len(jaxpr.invars)} invars")
-    env = _Env()
+    env = _Env(mctx.types)
     values = env.values
     for v, x in zip(jaxpr.constvars, consts):
         values[v] = x
@@ -178,8 +183,10 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Value],
     for eqn in jaxpr.eqns:
         prim = eqn.primitive
         source_info = eqn.source_info
-        loc = loc_table.get((source_info, prim.name))
-        if loc is None:
+        hit = loc_table.get((id(source_info), prim.name))
+        if hit is not None and hit[0] is source_info:
+            loc = hit[1]
+        else:
             loc = locations.for_equation(name_stack, source_info, prim.name, eqn)
         resolved = rule_table.get(prim)
         if resolved is None:

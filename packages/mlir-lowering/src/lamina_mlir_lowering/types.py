@@ -13,7 +13,7 @@ keeps the types of one context, so a lowering builds each tensor type once.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import ml_dtypes
@@ -93,19 +93,24 @@ def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
 class TypeCache:
     """The types and small constant attributes of one context, built once each.
 
-    Keys are avals (hashable, value-compared) or ``(shape, dtype)`` pairs; the
-    values are only valid in the context the cache belongs to.
+    Keys are avals (hashable, value-compared), ``(shape, dtype)`` pairs, a
+    scalar's dtype and bytes, or a tuple of ints; the values are only valid
+    in the context the cache belongs to (MLIR uniques types and attributes
+    per context, so sharing them between lowerings is safe).
     """
 
     __slots__ = ("context", "_elements", "_tensors", "_shaped", "_scalar_attrs",
-                 "__weakref__")
+                 "_i64_arrays", "_attrs", "__weakref__")
 
     def __init__(self, context: ir.Context):
         self.context = context
         self._elements: dict[np.dtype[Any], ir.Type] = {}
         self._tensors: dict[ShapedArray, ir.RankedTensorType] = {}
         self._shaped: dict[tuple[tuple[int, ...], np.dtype[Any]], ir.RankedTensorType] = {}
-        self._scalar_attrs: dict[tuple[np.dtype[Any], bytes], ir.DenseElementsAttr] = {}
+        self._scalar_attrs: dict[tuple[np.dtype[Any], bytes],
+                                 tuple[ir.DenseElementsAttr, ir.Type]] = {}
+        self._i64_arrays: dict[tuple[int, ...], ir.DenseI64ArrayAttr] = {}
+        self._attrs: dict[Any, ir.Attribute] = {}
 
     def element(self, dtype: np.dtype[Any]) -> ir.Type:
         t = self._elements.get(dtype)
@@ -128,13 +133,44 @@ class TypeCache:
                 t = self._shaped[key] = ir.RankedTensorType.get(key[0], self.element(key[1]))
         return t
 
+    def _scalar(self, value: np.ndarray[Any, Any]) -> tuple[ir.DenseElementsAttr, ir.Type]:
+        key = (value.dtype, value.tobytes())
+        hit = self._scalar_attrs.get(key)
+        if hit is None:
+            with self.context:
+                attr = dense_elements_attr(value)
+                hit = self._scalar_attrs[key] = (attr, attr.type)
+        return hit
+
     def scalar_attr(self, value: np.ndarray[Any, Any]) -> ir.DenseElementsAttr:
         """The dense attribute of a 0-d array, uniqued by dtype and bytes."""
-        key = (value.dtype, value.tobytes())
-        attr = self._scalar_attrs.get(key)
+        return self._scalar(value)[0]
+
+    def scalar_constant(self, value: np.ndarray[Any, Any]) -> Value:
+        """A ``stablehlo.constant`` holding the 0-d array ``value``, at the
+        current insertion point and location (the attribute and type are
+        built once; the op is created without the builder's type inference)."""
+        attr, result_type = self._scalar(value)
+        op = ir.Operation.create("stablehlo.constant", results=[result_type],
+                                 attributes={"value": attr})
+        return op.result
+
+    def i64_array(self, values: Sequence[int]) -> ir.DenseI64ArrayAttr:
+        """``array<i64: ...>`` of ``values`` (dimensions, permutations...)."""
+        key = tuple(values)
+        attr = self._i64_arrays.get(key)
         if attr is None:
             with self.context:
-                attr = self._scalar_attrs[key] = dense_elements_attr(value)
+                attr = self._i64_arrays[key] = dense_i64_array(key)
+        return attr
+
+    def attribute(self, key: Hashable, build: Callable[[], ir.Attribute]) -> ir.Attribute:
+        """The attribute ``build()`` made the first time ``key`` was asked for
+        (``key`` must determine the attribute completely)."""
+        attr = self._attrs.get(key)
+        if attr is None:
+            with self.context:
+                attr = self._attrs[key] = build()
         return attr
 
 
@@ -176,14 +212,17 @@ def ir_constant(value: Any, dtype: Any = None) -> Value:
     arr = np.asarray(value, dtype=dtype)
     if arr.dtype == dtypes.float0:
         arr = np.zeros(arr.shape, np.bool_)
+    types = type_cache()
     if arr.ndim == 0:
-        return hlo.constant(type_cache().scalar_attr(arr))
+        return types.scalar_constant(arr)
     if arr.size > 1 and 0 in arr.strides:
         kept = [ax for ax in range(arr.ndim) if arr.strides[ax] != 0]
         index = tuple(slice(None) if ax in kept else 0 for ax in range(arr.ndim))
         core = ir_constant(arr[index].copy(order="C"))
-        return hlo.broadcast_in_dim(type_cache().shaped(arr.shape, arr.dtype), core,
-                                    dense_i64_array(kept))
+        op = ir.Operation.create(
+            "stablehlo.broadcast_in_dim", results=[types.shaped(arr.shape, arr.dtype)],
+            operands=[core], attributes={"broadcast_dimensions": types.i64_array(kept)})
+        return op.result
     return hlo.constant(dense_elements_attr(arr))
 
 

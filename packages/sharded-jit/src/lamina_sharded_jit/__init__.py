@@ -1,5 +1,51 @@
-"""jit with shardings, tracing caches, AOT stages and sharded_jit."""
+"""jit with shardings, tracing caches, AOT stages and sharded_jit.
+
+- :func:`jit` / :func:`eval_shape` (:mod:`~lamina_sharded_jit.api`): one code
+  path for plain jit, jit with ``in_shardings``/``out_shardings`` and
+  ``sharded_jit``; ``jit(f).trace/lower/eval_shape``;
+- :data:`pjit_p` (:mod:`~lamina_sharded_jit.primitive`): the initial-style
+  primitive with its JVP, batching, partial-eval, transpose and DCE rules;
+  its impl (:mod:`~lamina_sharded_jit.execution`) and lowering
+  (:mod:`~lamina_sharded_jit.lowering_rules`) rules;
+- :func:`with_sharding_constraint` (:mod:`~lamina_sharded_jit.sharding_constraint`);
+- :mod:`~lamina_sharded_jit.sharded_jit`: ``sharded_jit`` with partition counts;
+- :mod:`~lamina_sharded_jit.export`: serialize a lowered function and call it back;
+- :data:`config` / :func:`disable_jit` (:mod:`~lamina_sharded_jit.settings`).
+"""
+
+import os as _os
+
+import lamina_interpreters_pxla as _pxla
+import lamina_linear_util as _lu
+import lamina_mlir_lowering as _ml
+from lamina_tracing_core.source_info import register_internal_directory as _register_dir
 
 from lamina_sharded_jit.__about__ import __version__
 
-__all__ = ["__version__"]
+# Frames of lamina's own packages are never "the user's line" of an equation.
+for _module in (_lu, _ml, _pxla):
+    if _module.__file__ is not None:
+        _register_dir(_os.path.dirname(_os.path.dirname(_os.path.abspath(_module.__file__))))
+_register_dir(_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
+
+from lamina_sharded_jit import execution as _execution  # noqa: E402,F401  (impl rule)
+from lamina_sharded_jit import lowering_rules as _lowering_rules  # noqa: E402,F401
+from lamina_sharded_jit.api import (  # noqa: E402
+    Jitted,
+    ShapeDtypeStruct,
+    eval_shape,
+    jit,
+)
+from lamina_sharded_jit.primitive import pjit_p  # noqa: E402
+from lamina_sharded_jit.settings import config, disable_jit  # noqa: E402
+from lamina_sharded_jit.sharding_constraint import (  # noqa: E402
+    sharding_constraint_p,
+    with_sharding_constraint,
+)
+from lamina_sharded_jit.stages import JitCompiled, JitLowered, JitTraced  # noqa: E402
+
+__all__ = [
+    "__version__", "Jitted", "JitCompiled", "JitLowered", "JitTraced", "ShapeDtypeStruct",
+    "config", "disable_jit", "eval_shape", "jit", "pjit_p", "sharding_constraint_p",
+    "with_sharding_constraint",
+]

@@ -296,25 +296,32 @@ def _wrap_src(src: str | None, transform: str) -> str:
 
 
 def _jvp_new_main(inner: Callable[..., Any], store: Any, nonzeros: tuple[bool, ...],
-                  instantiate: bool | tuple[bool, ...], debug_info: Any,
+                  instantiate: bool | tuple[bool, ...], debug_info: Any, name_stack: bool,
                   *args: Any) -> list[Any]:
     """``_jvp_flat`` inside a JVP main trace of its own (created at call time,
-    so it sits above whatever traces the caller set up)."""
+    so it sits above whatever traces the caller set up); with ``name_stack``
+    the equations get ``jvp(f)`` in their name stack."""
     with core.new_main(JVPTrace, transform="jvp", debug_info=debug_info) as main:
-        return _jvp_flat(inner, store, main, nonzeros, instantiate, *args)
+        if not name_stack:
+            return _jvp_flat(inner, store, main, nonzeros, instantiate, *args)
+        with _si.transform_name_stack("jvp", debug_info):
+            return _jvp_flat(inner, store, main, nonzeros, instantiate, *args)
 
 
 def jvp_fun(fun: WrappedFun, nonzeros: Sequence[bool],
-            instantiate: bool | Sequence[bool] = False
+            instantiate: bool | Sequence[bool] = False, *, name_stack: bool = True
             ) -> tuple[WrappedFun, Callable[[], tuple[bool, ...]]]:
     """``fun`` as ``(*primals, *nonzero_tangents) -> (*primals_out,
     *nonzero_tangents_out)`` under a new JVP trace (WrappedFun -> WrappedFun,
     tangents named ``tangent(x)``); the thunk tells which output tangents
-    are present."""
+    are present. With ``name_stack`` (the default) the equations it traces
+    get ``jvp(f)`` in their name stack; ``jvp_jaxpr`` turns it off (an inner
+    jaxpr's equations are relative to the equation holding it)."""
     from lamina_linear_util.linear_util import transformation_with_aux
     nz = tuple(bool(n) for n in nonzeros)
     inst = instantiate if isinstance(instantiate, bool) else tuple(instantiate)
-    new_fun, out_nz = transformation_with_aux(_jvp_new_main, fun, nz, inst, fun.debug_info)
+    new_fun, out_nz = transformation_with_aux(_jvp_new_main, fun, nz, inst, fun.debug_info,
+                                              bool(name_stack))
     return _name_tangents(new_fun, fun, nz, out_nz), out_nz
 
 
@@ -393,7 +400,7 @@ def jvp_jaxpr(closed_jaxpr: ClosedJaxpr, nonzeros: Sequence[bool],
     fun = pe.wrapped_fun_of_jaxpr(closed_jaxpr)
     in_avals = closed_jaxpr.in_avals
     tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
-    fun_jvp, out_nz_thunk = jvp_fun(fun, nonzeros, inst)
+    fun_jvp, out_nz_thunk = jvp_fun(fun, nonzeros, inst, name_stack=False)
     jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(fun_jvp, [*in_avals, *tangent_avals])
     out_nz = list(out_nz_thunk())
     dbg = closed_jaxpr.jaxpr.debug_info
@@ -430,7 +437,8 @@ def _jvp_for_linearize(inner: Callable[..., Any], store: Any, has_aux: bool,
     and ``aux`` (lowered to primal values) goes to the store."""
     n = len(args) // 2
     primals, tangents = args[:n], args[n:]
-    with core.new_main(JVPTrace, transform=transform, debug_info=debug_info) as main:
+    with core.new_main(JVPTrace, transform=transform, debug_info=debug_info) as main, \
+            _si.transform_name_stack("jvp", debug_info):
         trace = main.trace
         assert isinstance(trace, JVPTrace)
         in_tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
@@ -537,22 +545,27 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], primals_in: Sequence[Any]
 
     def read_primal(a: Any) -> Any:
         if type(a) is Literal:
-            return a.val
+            return core.literal_value(a)
         return UndefinedPrimal(a.aval) if a in linear else primal_env[a]
 
     linear_eqns = []
     saved_frame = _si._state.frame_override
+    base_stack = _si._state.name_stack
     try:
         for eqn in jaxpr.eqns:
             if any(type(a) is not Literal and a in linear for a in eqn.invars):
                 linear.update(eqn.outvars)
                 linear_eqns.append(eqn)
                 continue
-            # A non-linear equation (e.g. zeros, or a function of residuals).
-            if eqn.source_info.frame is not None:
-                _si._state.frame_override = eqn.source_info.frame
+            # A non-linear equation (e.g. zeros, or a function of residuals),
+            # evaluated as part of the backward pass.
+            info = eqn.source_info
+            if info.frame is not None:
+                _si._state.frame_override = info.frame
+            _si._state.name_stack = _transposed_stack(base_stack, info.name_stack)
             subfuns, params = eqn.primitive.get_bind_params(eqn.params)
             ans = eqn.primitive.bind(*subfuns, *[read_primal(a) for a in eqn.invars], **params)
+            _si._state.name_stack = base_stack
             if eqn.primitive.multiple_results:
                 primal_env.update(zip(eqn.outvars, ans))
             else:
@@ -564,7 +577,6 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], primals_in: Sequence[Any]
                     and type(ct) is not Zero):
                 ct_env[out] = add_tangents(ct_env[out], ct) if out in ct_env else ct
 
-        base_stack = _si.current_name_stack()
         for eqn in reversed(linear_eqns):
             cts_out = [ct_env.pop(v, None) for v in eqn.outvars]
             if all(ct is None for ct in cts_out):
@@ -583,12 +595,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], primals_in: Sequence[Any]
             info = eqn.source_info
             if info.frame is not None:
                 _si._state.frame_override = info.frame
-            _si._state.name_stack = _si.NameStack(
-                base_stack.stack + info.name_stack.wrap("transpose").stack)
-            try:
-                cts_in = rule(cts if prim.multiple_results else cts[0], *invals, **eqn.params)
-            finally:
-                _si._state.name_stack = base_stack
+            # The rule's equations, and the additions accumulating its
+            # cotangents, are staged under transpose(<the equation's stack>).
+            _si._state.name_stack = _transposed_stack(base_stack, info.name_stack)
+            cts_in = rule(cts if prim.multiple_results else cts[0], *invals, **eqn.params)
             if len(cts_in) != len(eqn.invars):
                 raise ValueError(f"transpose rule of {prim.name} returned {len(cts_in)} "
                                  f"cotangents for {len(eqn.invars)} inputs")
@@ -596,9 +606,32 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], primals_in: Sequence[Any]
                 if ct is None or type(ct) is Zero or not isinstance(a, Var) or a not in linear:
                     continue
                 ct_env[a] = add_tangents(ct_env[a], ct) if a in ct_env else ct
+            _si._state.name_stack = base_stack
     finally:
         _si._state.frame_override = saved_frame
+        _si._state.name_stack = base_stack
     return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
+
+
+_transposed_stacks: dict[tuple[int, int], tuple[_si.NameStack, _si.NameStack,
+                                                 _si.NameStack]] = {}
+
+
+def _transposed_stack(base: _si.NameStack, eqn_stack: _si.NameStack) -> _si.NameStack:
+    """The name stack of what transposing an equation stages: the current
+    stack followed by the equation's, wrapped in ``transpose(...)``. (The
+    same stack object for the same pair, so source infos are shared.)"""
+    if not eqn_stack.stack:
+        return base
+    key = (id(base), id(eqn_stack))
+    known = _transposed_stacks.get(key)
+    if known is not None and known[0] is base and known[1] is eqn_stack:
+        return known[2]
+    out = _si.NameStack(base.stack + eqn_stack.wrap("transpose").stack)
+    if len(_transposed_stacks) >= 1024:
+        _transposed_stacks.clear()
+    _transposed_stacks[key] = (base, eqn_stack, out)
+    return out
 
 
 def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, which_linear: Sequence[bool]) -> ClosedJaxpr:

@@ -38,9 +38,14 @@ class Zero:
         return Zero(tangent_aval(get_aval(val)))
 
 
+_INEXACT = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64,
+                                            np.complex128, dtypes.bfloat16))
+
+
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """The aval of tangents of ``aval``: float0 for integer/boolean values."""
-    if dtypes.is_inexact(aval.dtype) or aval.dtype == dtypes.float0:
+    dtype = aval.dtype
+    if dtype in _INEXACT or dtypes.is_inexact(dtype) or dtype == dtypes.float0:
         return aval.strip_weak_type() if aval.weak_type else aval
     return ShapedArray(aval.shape, dtypes.float0, False)
 

@@ -474,7 +474,8 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
             return (None,) * counts[-1] + (-1,) * counts[-1]
 
         total = sum(a.size for a in avals)
-        batched = batching.batch_fun(wrap_init(pushfwd), batching.AxisData(None, total),
+        batched = batching.batch_fun(wrap_init(pushfwd, debug_info=_basis_debug_info(f)),
+                                     batching.AxisData(None, total),
                                      [0] * len(basis), out_dims)
         outs = list(batched.call_wrapped(*basis))
         n_all = len(outs) // 2
@@ -492,6 +493,17 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         return tu.tree_unflatten(out_tree_thunk(), jacs)
 
     return jacfun
+
+
+def _basis_debug_info(f: WrappedFun) -> Any:
+    """Debug info for the function a Jacobian vmaps over its basis: the user
+    function's name (so its equations are named ``vmap(f)/jvp(f)``), no
+    argument names or result paths (its arguments are basis vectors)."""
+    dbg = f.debug_info
+    if dbg is None:
+        return None
+    from lamina_linear_util.debug_info import TracingDebugInfo
+    return TracingDebugInfo(dbg.traced_for, dbg.func_src_info, (), None)
 
 
 def _check_input_dtype_jac(holomorphic: bool, name: str | None, x: Any, api: str) -> None:
@@ -550,7 +562,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         in_avals = [_aval_of(x) for x in leaves]
         basis = _std_basis(out_avals, _jac_dtype(out_avals, holomorphic))
         total = sum(a.size for a in out_avals)
-        pull = wrap_init(lambda *cts: vjp_flat(*cts))
+        pull = wrap_init(lambda *cts: vjp_flat(*cts), debug_info=_basis_debug_info(f))
         batched = batching.batch_fun(pull, batching.AxisData(None, total), [0] * len(basis),
                                      lambda: (0,) * len(in_avals))
         rows = list(batched.call_wrapped(*basis))  # per input: [total, *in_shape]

@@ -22,10 +22,19 @@ class ShapedArray:
     array_abstraction_level = 1
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False):
-        self.shape: tuple[int, ...] = tuple(int(d) for d in shape)
-        self.dtype: np.dtype[Any] = np.dtype(dtype)
-        self.weak_type: bool = bool(weak_type)
-        self._hash = hash((self.shape, self.dtype, self.weak_type))
+        # Avals are made for every traced equation: normalize cheaply. A
+        # shape seen before is looked up (equal tuples of ints, numpy ints or
+        # integral floats hash alike and normalize alike).
+        try:
+            normal = _normal_shapes.get(shape)
+        except TypeError:  # a list
+            normal = None
+        if normal is None:
+            normal = _normal_shape(shape)
+        self.shape: tuple[int, ...] = normal
+        self.dtype: np.dtype[Any] = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.weak_type: bool = weak_type if type(weak_type) is bool else bool(weak_type)
+        self._hash: int | None = None
 
     @property
     def ndim(self) -> int:
@@ -36,11 +45,16 @@ class ShapedArray:
         return math.prod(self.shape)
 
     def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
         return (isinstance(other, ShapedArray) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self) -> int:
-        return self._hash
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return h
 
     def update(self, shape: tuple[int, ...] | None = None, dtype: Any = None,
                weak_type: bool | None = None) -> ShapedArray:
@@ -63,6 +77,18 @@ class ShapedArray:
         return f"{self.dtype.name}{list(self.shape)}"
 
 
+_normal_shapes: dict[Any, tuple[int, ...]] = {}
+_MAX_NORMAL_SHAPES = 8192
+
+
+def _normal_shape(shape: Any) -> tuple[int, ...]:
+    normal = tuple(map(int, shape))
+    if len(_normal_shapes) >= _MAX_NORMAL_SHAPES:
+        _normal_shapes.clear()
+    _normal_shapes[normal] = normal
+    return normal
+
+
 _SHORT_NAMES = {"bool": "bool", "bfloat16": "bf16", "float0": "float0"}
 
 
@@ -82,14 +108,36 @@ def short_dtype_name(dtype: np.dtype[Any]) -> str:
 aval_handlers: dict[type, Callable[[Any], ShapedArray]] = {}
 
 
+# Abstractifying constants is on every traced equation's path: the avals of
+# scalars and the canonical form of each dtype are computed once (per x64 mode).
+_scalar_avals: dict[tuple[Any, bool], ShapedArray] = {}
+_canonical_dtypes: dict[tuple[np.dtype[Any], bool], np.dtype[Any]] = {}
+
+
 def _aval_of_numpy(x: Any) -> ShapedArray:
-    dtypes.check_user_dtype(x.dtype, fun_name="abstractify")
-    return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+    x64 = dtypes.x64_state.enabled
+    shape = x.shape
+    if not shape:
+        aval = _scalar_avals.get((x.dtype, x64))
+        if aval is not None:
+            return aval
+    dtype = _canonical_dtypes.get((x.dtype, x64))
+    if dtype is None:
+        dtype = dtypes.check_user_dtype(x.dtype, fun_name="abstractify")
+        _canonical_dtypes[(x.dtype, x64)] = dtype
+    aval = ShapedArray(shape, dtype, False)
+    if not shape:
+        _scalar_avals[(x.dtype, x64)] = aval
+    return aval
 
 
 def _aval_of_python_scalar(x: Any) -> ShapedArray:
-    dtype, weak = dtypes.dtype_and_weakness(x)
-    return ShapedArray((), dtype, weak)
+    key = (type(x), dtypes.x64_state.enabled)
+    aval = _scalar_avals.get(key)
+    if aval is None:
+        dtype, weak = dtypes.dtype_and_weakness(x)
+        aval = _scalar_avals[key] = ShapedArray((), dtype, weak)
+    return aval
 
 
 for _scalar_type in (bool, int, float, complex):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import lamina_tracing_core.core as core
+from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.ad_util import Zero
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import MainTrace, Trace, Tracer
@@ -397,7 +398,7 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
             ctx: Any = core.extend_axis_env(axis_data.name, axis_data.size, main)
         else:
             ctx = _null_context()
-        with ctx:
+        with ctx, _si.transform_name_stack("vmap", debug_info):
             in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
                           for x, d in zip(args, in_dims)]
             outs = inner(*in_tracers)
@@ -455,7 +456,8 @@ def batch_fun(fun: WrappedFun, axis_data: AxisData, in_dims: Sequence[int | None
               out_dim_dests: Callable[[], Sequence[int | None]], *,
               sum_unbatched: bool = False) -> WrappedFun:
     """``fun`` vmapped along ``axis_data`` (a WrappedFun -> WrappedFun
-    transformation; names unchanged, ``vmap(f)`` recorded)."""
+    transformation; names unchanged, ``vmap(f)`` recorded in the debug info
+    and in the name stack of the equations it traces)."""
     from lamina_linear_util.linear_util import transformation
     new_fun = transformation(_vmap_outer, fun, axis_data, tuple(in_dims), out_dim_dests,
                              sum_unbatched, fun.debug_info)

@@ -80,9 +80,11 @@ __all__ = [
     "AxisFrame", "ClosedJaxpr", "ConcretizationTypeError", "EvalTrace", "Jaxpr",
     "JaxprEqn", "Literal", "MainTrace", "MapPrimitive", "Primitive", "ShapedArray",
     "Trace", "Tracer", "UnboundAxisNameError", "UnexpectedTracerError", "Var",
-    "axis_frame", "bind", "check_jaxpr", "concrete_or_error", "config", "eqn_effects",
+    "abstract_eval_cached", "axis_frame", "bind", "cacheable_abstract_evals",
+    "check_eager_inputs", "check_jaxpr", "concrete_or_error", "config", "eqn_effects",
     "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
-    "jaxpr_as_fun", "mapped_aval", "new_dynamic", "new_main", "unmapped_aval",
+    "impls_checking_inputs", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
+    "new_main", "unmapped_aval",
 ]
 
 
@@ -508,11 +510,48 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
         effects = eqn_effects(prim, params)
         if effects:
             trace = _raise_to_axis_binders(trace, effects)
-    tracers = [trace.full_raise(a) for a in args]
-    out = trace.process_primitive(prim, tracers, params)
+    full_raise = trace.full_raise
+    out = trace.process_primitive(prim, [full_raise(a) for a in args], params)
     if prim.multiple_results:
-        return [full_lower(o) for o in out]
-    return full_lower(out)
+        return [o.full_lower() if isinstance(o, Tracer) else o for o in out]
+    return out.full_lower() if isinstance(out, Tracer) else out
+
+
+# --- abstract evaluation, memoized -------------------------------------------------------
+#: Primitives whose abstract-evaluation rule is a pure function of the input
+#: avals and the params (it reads no axis environment and no configuration but
+#: the x64 mode), so ``abstract_eval_cached`` may memoize it. The lax layer
+#: registers its costlier first-order rules (``dot_general``, ``reshape``, ...).
+cacheable_abstract_evals: set[Primitive] = set()
+_abstract_eval_memo: dict[Any, Any] = {}
+_MAX_ABSTRACT_EVAL_MEMO = 8192
+
+
+def abstract_eval_cached(prim: Primitive, avals: tuple[ShapedArray, ...],
+                         params: dict[str, Any]) -> Any:
+    """``abstract_eval_rules[prim](*avals, **params)`` (an aval, or a sequence
+    of avals for a primitive with multiple results), memoized by ``(prim,
+    avals, params, x64 mode)`` for the primitives in
+    ``cacheable_abstract_evals`` whose params are hashable. Errors are never
+    memoized: bad input raises every time."""
+    rule = abstract_eval_rules.get(prim)
+    if rule is None:
+        raise MissingRuleError(f"primitive {prim.name} has no abstract evaluation rule")
+    if prim not in cacheable_abstract_evals:
+        return rule(*avals, **params)
+    key = (prim, avals, tuple(params.items()), dtypes.x64_state.enabled)
+    try:
+        out = _abstract_eval_memo.get(key)
+    except TypeError:  # unhashable params
+        return rule(*avals, **params)
+    if out is None:
+        out = rule(*avals, **params)
+        if prim.multiple_results:
+            out = tuple(out)
+        if len(_abstract_eval_memo) >= _MAX_ABSTRACT_EVAL_MEMO:
+            _abstract_eval_memo.clear()
+        _abstract_eval_memo[key] = out
+    return out
 
 
 def bind_custom_jvp(prim: Primitive, fun: WrappedFun, jvp: WrappedFun, args: Sequence[Any],
@@ -538,8 +577,41 @@ def bind_custom_vjp(prim: Primitive, fun: WrappedFun, fwd: WrappedFun, bwd: Any,
 
 
 # --- the eval trace (level 0) -----------------------------------------------------------
+#: Primitives whose impl rule checks its inputs with the primitive's
+#: abstract-evaluation rule itself, so the eval trace does not. The runtime's
+#: compiled dispatch qualifies: it runs the abstract-eval rule whenever it
+#: compiles, and its compile cache is keyed by the argument types and the
+#: params, so a cache hit has been checked. Any other impl rule (numpy
+#: references, the control-flow impls) gets its inputs checked first, and bad
+#: input raises the rule's clear error before the impl runs.
+impls_checking_inputs: set[Primitive] = set()
+
+
+def check_eager_inputs(primitive: Primitive, args: Sequence[Any], params: dict[str, Any]
+                       ) -> Any:
+    """Runs ``primitive``'s abstract-evaluation rule on the avals of concrete
+    ``args`` (memoized, see ``abstract_eval_cached``) and returns its output
+    avals (an aval, or a sequence for multiple results); ``None`` when the
+    primitive has no abstract-evaluation rule."""
+    if primitive not in abstract_eval_rules:
+        return None
+    try:
+        avals = tuple([get_aval(x) for x in args])
+    except TypeError:
+        for i, x in enumerate(args):
+            try:
+                get_aval(x)
+            except TypeError as e:
+                raise TypeError(f"{primitive.name}: argument {i} ({type(x).__name__}) is not "
+                                f"a valid lamina array: {e}") from e
+        raise
+    return abstract_eval_cached(primitive, avals, params)
+
+
 class EvalTrace(Trace):
-    """The bottom of the stack: runs primitives eagerly with ``impl_rules``."""
+    """The bottom of the stack: runs primitives eagerly with ``impl_rules``,
+    after checking the inputs with the abstract-evaluation rule (unless the
+    impl does, see ``impls_checking_inputs``)."""
 
     __slots__ = ()
 
@@ -551,6 +623,8 @@ class EvalTrace(Trace):
 
     def process_primitive(self, primitive: Primitive, tracers: list[Any],
                           params: dict[str, Any]) -> Any:
+        if primitive not in impls_checking_inputs:
+            check_eager_inputs(primitive, tracers, params)
         impl = impl_rules.get(primitive)
         if impl is None:
             raise MissingRuleError(
@@ -818,7 +892,9 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any,
     env: dict[Var, Any] = {}
 
     def read(v: Atom) -> Any:
-        return v.val if isinstance(v, Literal) else env[v]
+        if isinstance(v, Literal):
+            return literal_value(v)
+        return env[v]
 
     for v, val in zip(jaxpr.constvars, consts):
         env[v] = val
@@ -851,6 +927,27 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any,
     return [read(v) for v in jaxpr.outvars]
 
 
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def literal_value(literal: Literal) -> Any:
+    """The value a ``Literal`` stands for, typed as its aval says: a Python
+    scalar when the aval is weakly typed and the literal holds one, else a
+    0-d numpy array of the aval's dtype (so a ``float32`` literal never
+    becomes a Python float or a ``float64`` array)."""
+    val = literal.val
+    aval = literal.aval
+    t = type(val)
+    if t in _PYTHON_SCALARS:
+        if aval.weak_type:
+            return val
+    elif t is np.ndarray or not isinstance(val, np.generic):
+        # a 0-d numpy array, or a registered array type (the runtime's Array)
+        if getattr(val, "dtype", None) == aval.dtype:
+            return val
+    return np.asarray(val, dtype=aval.dtype)
+
+
 def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable[..., list[Any]]:
     """A Python function evaluating ``closed_jaxpr`` (see ``eval_jaxpr``)."""
     def fun(*args: Any) -> list[Any]:
@@ -862,12 +959,20 @@ def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable[..., list[Any]]:
 
 # --- type checking jaxprs --------------------------------------------------------------------------
 def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
-    """Type-checks a jaxpr: each variable is defined once before it is used,
+    """Type-checks a jaxpr: every operand is a variable or a literal; each
+    variable has a ``ShapedArray`` type and is defined once before it is used;
     each equation's output avals agree with the primitive's abstract
-    evaluation, literals match their avals, inner jaxprs check too, and the
-    debug info has one name per input/output. Raises ``JaxprTypeError``."""
-    inner = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
-    _check_jaxpr(inner, set())
+    evaluation and its effects include those its primitive declares; literals
+    match their avals (shape and dtype); a closed jaxpr has one value per
+    constvar; inner jaxprs check too; the jaxpr's effects include its
+    equations'; and the debug info has one name per input/output. Raises
+    ``JaxprTypeError`` naming the function and the equation (with its line)."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        if len(jaxpr.consts) != len(jaxpr.jaxpr.constvars):
+            raise JaxprTypeError(f"closed jaxpr has {len(jaxpr.consts)} consts for "
+                                 f"{len(jaxpr.jaxpr.constvars)} constvars")
+        jaxpr = jaxpr.jaxpr
+    _check_jaxpr(jaxpr, set())
 
 
 def _check_jaxpr(jaxpr: Jaxpr, outer: set[Var]) -> None:
@@ -881,6 +986,12 @@ def _check_jaxpr(jaxpr: Jaxpr, outer: set[Var]) -> None:
         return f"{fun}, equation `{eqn.primitive.name}` from {eqn.source_info}"
 
     def define(v: Var, eqn: JaxprEqn | None) -> None:
+        if not isinstance(v, Var):
+            raise JaxprTypeError(f"{v!r} is bound as a variable but is a "
+                                 f"{type(v).__name__}{where(eqn)}")
+        if not isinstance(v.aval, ShapedArray):
+            raise JaxprTypeError(f"variable {v!r} has type {v.aval!r}, not a ShapedArray"
+                                 f"{where(eqn)}")
         if isinstance(v, DropVar):
             return
         if v in defined:
@@ -889,11 +1000,20 @@ def _check_jaxpr(jaxpr: Jaxpr, outer: set[Var]) -> None:
 
     def use(a: Atom, eqn: JaxprEqn | None) -> None:
         if isinstance(a, Literal):
-            aval = get_aval(a.val)
+            try:
+                aval = get_aval(a.val)
+            except TypeError as e:
+                raise JaxprTypeError(f"literal {a!r} holds an invalid value{where(eqn)}: "
+                                     f"{e}") from e
             if aval.shape != a.aval.shape:
                 raise JaxprTypeError(f"literal {a} has value of shape {aval.shape}"
                                      f"{where(eqn)}")
+            if aval.dtype != a.aval.dtype and not (aval.weak_type and a.aval.weak_type):
+                raise JaxprTypeError(f"literal {a} has a value of dtype {aval.dtype.name}"
+                                     f"{where(eqn)}")
             return
+        if not isinstance(a, Var) or isinstance(a, DropVar):
+            raise JaxprTypeError(f"operand {a!r} is not a variable or a literal{where(eqn)}")
         if a not in defined:
             raise JaxprTypeError(f"variable {a} is used before it is defined{where(eqn)}")
 
@@ -941,6 +1061,11 @@ def _check_eqn_types(eqn: JaxprEqn, where: str) -> None:
         if (v.aval.shape, v.aval.dtype) != (aval.shape, aval.dtype):
             raise JaxprTypeError(f"output {v} has type {v.aval.str_short()} but the "
                                  f"primitive gives {aval.str_short()}{where}")
+    if prim in effect_rules and not prim.higher_order:
+        declared = effect_rules[prim](**eqn.params)
+        if not declared <= eqn.effects:
+            raise JaxprTypeError(f"equation effects {set(eqn.effects)} miss the primitive's "
+                                 f"effects {set(declared - eqn.effects)}{where}")
 
 
 # --- small shared helpers ---------------------------------------------------------------------

@@ -237,12 +237,18 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
     return (dtype, weak) if return_weak_type_flag else dtype
 
 
+def is_valid_array_dtype(dtype: Any) -> bool:
+    """Whether lamina arrays can have ``dtype`` (not object/str/void; ml_dtypes' are fine)."""
+    dt = np.dtype(dtype)
+    return dt.kind not in "OSUVMm" or dt == float0 or dt.type.__module__ == "ml_dtypes"
+
+
 def check_user_dtype(dtype: Any, *, fun_name: str = "lamina") -> np.dtype[Any]:
     """Validates a user-given dtype, returning its canonical form."""
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"{fun_name}: {dtype!r} is not a valid dtype") from e
-    if dt.kind in "OSUVMm" and dt != float0 and dt.type.__module__ != "ml_dtypes":
+    if not is_valid_array_dtype(dt):
         raise TypeError(f"{fun_name}: dtype {dt} is not a valid lamina array type")
     return canonicalize_dtype(dt)

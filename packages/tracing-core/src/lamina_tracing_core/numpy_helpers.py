@@ -161,8 +161,64 @@ def promote_shapes(fun_name: str, *args: ArrayLike) -> list[Array]:
 
 def promote_args(fun_name: str, *args: ArrayLike) -> list[Array]:
     """Checks ``args`` are array-like, then promotes their ranks and dtypes."""
+    if len(args) == 2:
+        fast = _promote_pair(args[0], args[1])
+        if fast is not None:
+            return fast
     check_arraylike(fun_name, *args)
     return promote_shapes(fun_name, *promote_dtypes(*args))
+
+
+_PY_SCALAR_TYPES = frozenset({bool, int, float, complex})
+#: (dtype, weak, dtype, weak, x64) -> promoted (dtype, weak): memoized for
+#: the binary operators' fast path.
+_pair_promotions: dict[tuple[Any, ...], tuple[np.dtype[Any], bool]] = {}
+
+
+def _fast_aval(x: Any) -> ShapedArray | None:
+    """The aval of a tracer/array or Python scalar; None for anything else
+    (which takes the general path, with its checks and errors)."""
+    if type(x) in _PY_SCALAR_TYPES:
+        return get_aval(x)
+    aval = getattr(x, "aval", None)
+    return aval if type(aval) is ShapedArray else None
+
+
+def _promote_pair(x: Any, y: Any) -> list[Array] | None:
+    """``promote_args`` of two operands (tracers, arrays or Python scalars)
+    without the general machinery; ``None`` for other operands, which take the
+    general path with its checks and errors. Same result: dtypes promoted
+    first, then ranks."""
+    ax, ay = _fast_aval(x), _fast_aval(y)
+    if ax is None or ay is None:
+        return None
+    xs, ys = ax.shape, ay.shape
+    rank = -1  # no rank promotion
+    if xs != ys and xs and ys:
+        if len(xs) == len(ys):
+            broadcast_shapes(xs, ys)  # errors on incompatible sizes
+        else:
+            rank = len(broadcast_shapes(xs, ys))
+    if ax.dtype is not ay.dtype or ax.weak_type is not ay.weak_type:
+        if ax.dtype != ay.dtype or ax.weak_type != ay.weak_type:
+            key = (ax.dtype, ax.weak_type, ay.dtype, ay.weak_type, dtypes.x64_state.enabled)
+            promoted = _pair_promotions.get(key)
+            if promoted is None:
+                promoted = dtypes.promote_types_weak((ax.dtype, ax.weak_type),
+                                                     (ay.dtype, ay.weak_type))
+                _pair_promotions[key] = promoted
+            dtype, weak = promoted
+            if ax.dtype != dtype or ax.weak_type != weak:
+                x = lx.convert_element_type_internal(x, dtype, weak)
+            if ay.dtype != dtype or ay.weak_type != weak:
+                y = lx.convert_element_type_internal(y, dtype, weak)
+    if rank >= 0:
+        # the lower-rank operand gets leading size-1 dims
+        if len(xs) < rank:
+            x = lx.broadcast_to_rank(x, rank)
+        else:
+            y = lx.broadcast_to_rank(y, rank)
+    return [x, y]
 
 
 def promote_args_inexact(fun_name: str, *args: ArrayLike) -> list[Array]:
@@ -726,7 +782,13 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         return multiply(a, b)
     contract_b = 0 if b_nd == 1 else b_nd - 2
     return lx.dot_general(a, b, (((a_nd - 1,), (contract_b,)), ((), ())), precision=precision,
-                          preferred_element_type=preferred_element_type)
+                          preferred_element_type=_preferred(a, preferred_element_type))
+
+
+def _preferred(a: Any, preferred_element_type: Any) -> Any:
+    """As JAX's ``dot``/``matmul``: the product accumulates in the promoted
+    dtype unless told otherwise (it shows as ``preferred_element_type``)."""
+    return _dtype_of(a) if preferred_element_type is None else preferred_element_type
 
 
 def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
@@ -755,7 +817,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     nb = len(batch)
     bd = tuple(range(nb))
     out = lx.dot_general(a, b, (((nb + 1,), (nb,)), (bd, bd)), precision=precision,
-                         preferred_element_type=preferred_element_type)
+                         preferred_element_type=_preferred(a, preferred_element_type))
     squeeze_axes = ((nb,) if a_vec else ()) + ((len(typeof(out).shape) - 1,) if b_vec else ())
     return lx.squeeze(out, squeeze_axes) if squeeze_axes else out
 
@@ -863,6 +925,50 @@ def _static_slice(x: Any, axis: int, s: slice) -> Any:
     return lx.rev(fwd, (axis,))
 
 
+def _static_index(x: Any, entries: list[Any]) -> Any:
+    """``x`` indexed by static ints and slices only: as JAX, one ``slice`` of
+    every axis, a ``rev`` of the axes with negative steps, and a ``squeeze``
+    of the int-indexed axes (each only when needed)."""
+    shape = typeof(x).shape
+    starts, limits, strides = [], [], []
+    rev_axes, int_axes = [], []
+    for axis, e in enumerate(entries):
+        size = shape[axis]
+        if isinstance(e, slice):
+            start, stop, step = e.indices(size)
+            if step > 0:
+                starts.append(start)
+                limits.append(builtins.max(start, stop))
+                strides.append(step)
+                continue
+            # a negative step: the forward slice of the same elements, reversed
+            n = len(range(start, stop, step))
+            if n == 0:
+                starts.append(0)
+                limits.append(0)
+                strides.append(1)
+                continue
+            starts.append(start + (n - 1) * step)
+            limits.append(start + 1)
+            strides.append(-step)
+            rev_axes.append(axis)
+            continue
+        i = operator.index(e)
+        if not -size <= i < size:
+            raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
+        i = i + size if i < 0 else i
+        starts.append(i)
+        limits.append(i + 1)
+        strides.append(1)
+        int_axes.append(axis)
+    if builtins.any(starts) or tuple(limits) != shape or builtins.any(s != 1 for s in strides):
+        x = lx.slice(x, starts, limits,
+                     None if builtins.all(s == 1 for s in strides) else strides)
+    if rev_axes:
+        x = lx.rev(x, tuple(rev_axes))
+    return lx.squeeze(x, tuple(int_axes)) if int_axes else x
+
+
 _EMPTY = object()  # a False scalar index: a new axis of size 0
 
 
@@ -882,6 +988,8 @@ def _getitem_core(x: Any, idx: Any, mode: Any = None, fill_value: Any = None) ->
     if mode == lx.GatherScatterMode.FILL_OR_DROP:
         # Static ints too are gathered, so out-of-range ones read the fill value.
         has_scalar_array = has_scalar_array or builtins.any(_is_int_scalar(e) for e in entries)
+    if not has_array_nd and not has_scalar_array:
+        return _static_index(x, entries)
     # Static slices first (they keep their axes).
     for axis, e in enumerate(entries):
         if isinstance(e, slice):
@@ -889,20 +997,6 @@ def _getitem_core(x: Any, idx: Any, mode: Any = None, fill_value: Any = None) ->
     shape = typeof(x).shape
     if has_array_nd or (has_scalar_array and mode == lx.GatherScatterMode.FILL_OR_DROP):
         return _advanced_gather(x, entries, mode, fill_value)
-    if not has_scalar_array:
-        # Only static ints (and slices): slice and squeeze.
-        int_axes = []
-        for axis, e in enumerate(entries):
-            if _is_int_scalar(e):
-                i = operator.index(e)
-                size = shape[axis]
-                if not -size <= i < size:
-                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size "
-                                     f"{size}")
-                i = i + size if i < 0 else i
-                x = lx.slice_in_dim(x, i, i + 1, 1, axis)
-                int_axes.append(axis)
-        return lx.squeeze(x, tuple(int_axes)) if int_axes else x
     # Scalar (possibly traced) ints: a dynamic slice, clamped into range.
     starts: list[Any] = []
     sizes = list(shape)

@@ -68,8 +68,9 @@ __all__ = [
     "DynamicJaxprTrace", "DynamicJaxprTracer", "JaxprTrace", "JaxprTracer", "PartialVal",
     "close_jaxpr", "convert_constvars_jaxpr", "custom_partial_eval_rules",
     "custom_staging_rules", "dce_jaxpr", "dce_rules", "partial_eval_jaxpr_custom_rules",
-    "partial_eval_jaxpr_nounits", "trace_to_jaxpr_dynamic", "trace_to_jaxpr_final",
-    "trace_to_jaxpr_nounits", "trace_to_subjaxpr_dynamic", "wrapped_fun_of_jaxpr",
+    "partial_eval_jaxpr_nounits", "register_literalable_type", "trace_to_jaxpr_dynamic",
+    "trace_to_jaxpr_final", "trace_to_jaxpr_nounits", "trace_to_subjaxpr_dynamic",
+    "wrapped_fun_of_jaxpr",
 ]
 
 custom_partial_eval_rules: dict[Primitive, Callable[..., Any]] = {}
@@ -114,10 +115,23 @@ def wrapped_fun_of_jaxpr(closed_jaxpr: ClosedJaxpr, *, traced_for: str | None = 
 
 
 # --- dynamic tracing ------------------------------------------------------------------------
-#: Values that become ``Literal``s when they are scalars (the runtime may add
-#: its array type).
+#: The types whose scalar (0-d) values become ``Literal``s in a jaxpr instead
+#: of constvars: Python scalars, numpy scalars and 0-d numpy arrays. A layer
+#: with its own array type adds it with ``register_literalable_type`` (the
+#: runtime registers its ``Array``); membership is by exact type.
+_PY_SCALARS = frozenset({int, float, bool, complex})
 literalable_types: set[type] = {int, float, bool, complex, np.ndarray}
 literalable_types.update(t for t in set(np.sctypeDict.values()) if issubclass(t, np.generic))
+
+
+def register_literalable_type(t: type) -> None:
+    """Makes 0-d values of type ``t`` (exact type, not subclasses) staged as
+    ``Literal``s when a traced function uses them, as numpy scalars are. ``t``
+    must have ``.shape`` and ``.dtype`` and convert with ``np.asarray``; a
+    literal's value is read back with ``core.literal_value``."""
+    if not isinstance(t, type):
+        raise TypeError(f"register_literalable_type: expected a type, got {t!r}")
+    literalable_types.add(t)
 
 
 class JaxprStackFrame:
@@ -193,7 +207,7 @@ class DynamicJaxprTracer(Tracer):
     def to_concrete_value(self) -> Any:
         atom = self._atom
         if type(atom) is Literal:
-            return atom.val
+            return core.literal_value(atom)
         return None
 
     def _origin_source_info(self) -> _si.SourceInfo | None:
@@ -217,7 +231,8 @@ class DynamicJaxprTrace(Trace):
 
     def new_const(self, val: Any) -> DynamicJaxprTracer:
         frame = self.frame
-        if type(val) in literalable_types and np.shape(val) == ():
+        t = type(val)
+        if t in literalable_types and (t in _PY_SCALARS or not val.shape):
             aval = get_aval(val)
             return DynamicJaxprTracer(self, aval, Literal(val, aval), frame)
         key = id(val)
@@ -282,7 +297,11 @@ class DynamicJaxprTrace(Trace):
         if abstract is None:
             raise MissingRuleError(f"primitive {primitive.name} has no abstract evaluation "
                                    f"rule, so it cannot be staged into a jaxpr")
-        out = abstract(*[t._aval for t in tracers], **params)
+        if primitive in _cacheable_abstract_evals:
+            out = core.abstract_eval_cached(primitive, tuple([t._aval for t in tracers]),
+                                            params)
+        else:
+            out = abstract(*[t._aval for t in tracers], **params)
         frame = self.frame
         effects = (core.eqn_effects(primitive, params)
                    if primitive.higher_order or primitive in effect_rules else no_effects)
@@ -392,24 +411,34 @@ def _finish_frame(trace: DynamicJaxprTrace, frame: JaxprStackFrame, fun: Wrapped
     return jaxpr, [t._aval for t in out_tracers], consts
 
 
+_EMPTY_STACK = _si.NameStack()
+_cacheable_abstract_evals = core.cacheable_abstract_evals
+
+
 def trace_to_jaxpr_dynamic(fun: WrappedFun, in_avals: Sequence[ShapedArray], *,
                            debug_info: JaxprDebugInfo | None = None
                            ) -> tuple[Jaxpr, list[ShapedArray], list[Any]]:
     """Traces ``fun`` on arguments of type ``in_avals`` to ``(jaxpr, out_avals,
     consts)``. The jaxpr's debug info is resolved from ``fun.debug_info``
     unless ``debug_info`` is given. Values of enclosing transformations that
-    ``fun`` closes over become constants (tracers among ``consts``)."""
+    ``fun`` closes over become constants (tracers among ``consts``). Tracing
+    starts from an empty name stack: the equations' name stacks are relative
+    to the new jaxpr (the enclosing equation carries the outer path)."""
     frame = JaxprStackFrame(fun.debug_info)
-    with core.new_main(DynamicJaxprTrace, dynamic=True, transform=_traced_for(fun, "jit"),
-                       debug_info=fun.debug_info, frame=frame) as main:
-        trace = main.trace
-        assert isinstance(trace, DynamicJaxprTrace)
-        try:
-            in_tracers = [trace.new_arg(a) for a in in_avals]
-            ans = fun.call_wrapped(*in_tracers)
-            out = _finish_frame(trace, frame, fun, in_avals, ans, debug_info)
-        finally:
-            frame.alive = False
+    outer_stack = _si.set_name_stack(_EMPTY_STACK)
+    try:
+        with core.new_main(DynamicJaxprTrace, dynamic=True, transform=_traced_for(fun, "jit"),
+                           debug_info=fun.debug_info, frame=frame) as main:
+            trace = main.trace
+            assert isinstance(trace, DynamicJaxprTrace)
+            try:
+                in_tracers = [trace.new_arg(a) for a in in_avals]
+                ans = fun.call_wrapped(*in_tracers)
+                out = _finish_frame(trace, frame, fun, in_avals, ans, debug_info)
+            finally:
+                frame.alive = False
+    finally:
+        _si.set_name_stack(outer_stack)
     core.maybe_validate(out[0])
     return out
 
@@ -426,11 +455,13 @@ def trace_to_subjaxpr_dynamic(fun: WrappedFun, main: MainTrace,
     frame = JaxprStackFrame(fun.debug_info)
     previous = trace.frame
     trace.frame = frame
+    outer_stack = _si.set_name_stack(_EMPTY_STACK)
     try:
         in_tracers = [trace.new_arg(a) for a in in_avals]
         ans = fun.call_wrapped(*in_tracers)
         return _finish_frame(trace, frame, fun, in_avals, ans, debug_info)
     finally:
+        _si.set_name_stack(outer_stack)
         trace.frame = previous
         frame.alive = False
 
@@ -442,16 +473,20 @@ def trace_to_jaxpr_final(fun: WrappedFun, in_avals: Sequence[ShapedArray], *,
     trace replaces the bottom of the stack, so the transformations whose
     wrappers ``fun`` carries stay above it."""
     frame = JaxprStackFrame(fun.debug_info)
-    with core.new_base_main(DynamicJaxprTrace, transform=_traced_for(fun, "pmap"),
-                            debug_info=fun.debug_info, frame=frame) as main:
-        trace = main.trace
-        assert isinstance(trace, DynamicJaxprTrace)
-        try:
-            in_tracers = [trace.new_arg(a) for a in in_avals]
-            ans = fun.call_wrapped(*in_tracers)
-            out = _finish_frame(trace, frame, fun, in_avals, ans, debug_info)
-        finally:
-            frame.alive = False
+    outer_stack = _si.set_name_stack(_EMPTY_STACK)
+    try:
+        with core.new_base_main(DynamicJaxprTrace, transform=_traced_for(fun, "pmap"),
+                                debug_info=fun.debug_info, frame=frame) as main:
+            trace = main.trace
+            assert isinstance(trace, DynamicJaxprTrace)
+            try:
+                in_tracers = [trace.new_arg(a) for a in in_avals]
+                ans = fun.call_wrapped(*in_tracers)
+                out = _finish_frame(trace, frame, fun, in_avals, ans, debug_info)
+            finally:
+                frame.alive = False
+    finally:
+        _si.set_name_stack(outer_stack)
     core.maybe_validate(out[0])
     return out
 
@@ -596,13 +631,36 @@ def lower_known(x: Any) -> Any:
 
 
 class JaxprTrace(Trace):
-    """Partial evaluation: known values are computed, unknown ones recorded."""
+    """Partial evaluation: known values are computed, unknown ones recorded.
 
-    __slots__ = ("_instantiated",)
+    The recorded equations' name stacks are relative to the name stack
+    current when the partial evaluation started (``main.payload['name_stack']``),
+    as for any new jaxpr; the known computations, bound at the level below,
+    keep the full stack."""
+
+    __slots__ = ("_instantiated", "_base_stack", "_relative_infos")
 
     def __init__(self, main: MainTrace):
         super().__init__(main)
         self._instantiated: dict[int, tuple[Any, JaxprTracer]] = {}
+        self._relative_infos: dict[int, tuple[_si.SourceInfo, _si.SourceInfo]] = {}
+        base: _si.NameStack | None = main.payload.get("name_stack")
+        self._base_stack = base.stack if base is not None else ()
+
+    def _recipe_source_info(self) -> _si.SourceInfo:
+        info = _si.current_source_info()
+        base = self._base_stack
+        if base:
+            relative = self._relative_infos.get(id(info))
+            if relative is not None and relative[0] is info:
+                return relative[1]
+            stack = info.name_stack.stack
+            out = info
+            if stack[:len(base)] == base:
+                out = info.replace_name_stack(_si.NameStack(stack[len(base):]))
+            self._relative_infos[id(info)] = (info, out)
+            return out
+        return info
 
     def pure(self, val: Any) -> JaxprTracer:
         return JaxprTracer(self, PartialVal.known(val), None)
@@ -644,11 +702,11 @@ class JaxprTrace(Trace):
                                   params: dict[str, Any]) -> Any:
         """Stages ``primitive`` as an equation recipe on (instantiated) tracers."""
         tracers = [self.instantiate_const(t) for t in tracers]
-        abstract = abstract_eval_rules.get(primitive)
-        if abstract is None:
+        if primitive not in abstract_eval_rules:
             raise MissingRuleError(f"primitive {primitive.name} has no abstract evaluation "
                                    f"rule, so it cannot be partially evaluated")
-        out = abstract(*[t.pval.aval for t in tracers], **params)
+        out = core.abstract_eval_cached(primitive, tuple([t.pval.aval for t in tracers]),
+                                        params)
         out_avals = list(out) if primitive.multiple_results else [out]
         out_tracers = self.emit_recipe(primitive, tracers, params, out_avals)
         return out_tracers if primitive.multiple_results else out_tracers[0]
@@ -661,7 +719,7 @@ class JaxprTrace(Trace):
             effects = core.eqn_effects(primitive, params)
         outvars = [Var(a) for a in out_avals]
         recipe = EqnRecipe(primitive, in_tracers, params, outvars, effects,
-                           _si.current_source_info())
+                           self._recipe_source_info())
         return [JaxprTracer(self, PartialVal.unknown(a), recipe, v)
                 for a, v in zip(out_avals, outvars)]
 
@@ -774,7 +832,8 @@ def trace_to_jaxpr_nounits(fun: WrappedFun, pvals: Sequence[PartialVal],
     outvars: the unknown outputs), every output's PartialVal, and the jaxpr's
     consts. ``instantiate`` (per output, or a function of the output count)
     forces known outputs into the jaxpr."""
-    with core.new_main(JaxprTrace, transform=transform, debug_info=fun.debug_info) as main:
+    with core.new_main(JaxprTrace, transform=transform, debug_info=fun.debug_info,
+                       name_stack=_si.current_name_stack()) as main:
         trace = main.trace
         assert isinstance(trace, JaxprTrace)
         in_tracers = [trace.new_arg(p) for p in pvals]

@@ -1,4 +1,16 @@
-"""Where an equation came from: the user's frame and the name stack."""
+"""Where an equation came from: the user's frame and the name stack.
+
+The name stack is the ``/``-separated path of scopes an equation was traced
+under, relative to the jaxpr that holds it: named scopes (``named_scope``,
+``named_call``) and transformations, written ``transform(function name)``:
+``jvp(f)`` for the forward pass of ``grad(f)``/``jvp(f)``/``linearize(f)``,
+``transpose(jvp(f))`` for its backward pass (``transpose`` wraps the first
+element of the transposed equation's stack), ``vmap(f)`` under ``vmap``.
+Every new jaxpr (``trace_to_jaxpr_dynamic``: ``make_jaxpr``, ``jit``, control
+flow bodies, ``checkpoint``) starts from an empty stack, so the equations of
+an inner jaxpr carry only what happened inside it; the lowering prefixes the
+path of the enclosing equations (``jit(f)/jvp(f)/cond/branch_0_fun/sin``).
+"""
 
 from __future__ import annotations
 
@@ -11,13 +23,25 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Files under these directories are lamina's own, never "the user's line".
-_internal_dirs: list[str] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+#: (Modules of the packages ``lamina`` and ``lamina_*`` are recognized by
+#: name too, so every layer is skipped without registering.)
+_internal_dirs: list[str] = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
+
+
+def _register_linear_util() -> None:
+    import lamina_linear_util
+    _internal_dirs.append(os.path.dirname(os.path.abspath(lamina_linear_util.__file__)) + os.sep)
+
+
+_register_linear_util()
 
 
 def register_internal_directory(path: str) -> None:
     """Each lamina package registers its source directory, so frames from it
     are skipped when looking for the user's line."""
     path = os.path.abspath(path)
+    if os.path.isdir(path):
+        path += os.sep
     if path not in _internal_dirs:
         _internal_dirs.append(path)
         _internal_file_cache.clear()
@@ -58,7 +82,10 @@ class NameStack:
         return NameStack(self.stack + (name,))
 
     def wrap(self, transform: str) -> NameStack:
-        """Records that everything below happened under ``transform`` (``jvp``)."""
+        """Records that everything below happened under ``transform``:
+        ``jvp(f)/scope`` becomes ``transpose(jvp(f))/scope``. An empty stack
+        stays empty (an equation of an inner jaxpr: the enclosing equation
+        carries the transformation)."""
         if not self.stack:
             return self
         return NameStack((f"{transform}({self.stack[0]})",) + self.stack[1:])
@@ -70,21 +97,25 @@ class NameStack:
 class SourceInfo:
     """The user frame and name stack of one equation (an immutable value)."""
 
-    __slots__ = ("frame", "name_stack")
+    __slots__ = ("frame", "name_stack", "_hash")
 
     def __init__(self, frame: Frame | None, name_stack: NameStack | None = None):
         self.frame = frame
         self.name_stack = _EMPTY_NAME_STACK if name_stack is None else name_stack
+        self._hash: int | None = None
 
     def replace_name_stack(self, name_stack: NameStack) -> SourceInfo:
         return SourceInfo(self.frame, name_stack)
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, SourceInfo) and self.frame == other.frame
-                and self.name_stack == other.name_stack)
+        return self is other or (isinstance(other, SourceInfo) and self.frame == other.frame
+                                 and self.name_stack == other.name_stack)
 
     def __hash__(self) -> int:
-        return hash((self.frame, self.name_stack))
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.frame, self.name_stack))
+        return h
 
     def __repr__(self) -> str:
         return f"SourceInfo({self.frame!r}, {self.name_stack!r})"
@@ -137,10 +168,22 @@ def reset_name_stack(stack: NameStack | None = None) -> Iterator[None]:
 _internal_file_cache: dict[str, bool] = {}
 
 
-def _is_internal(file_name: str) -> bool:
+#: lamina modules that are user code (examples): their lines are reported.
+_user_modules: set[str] = {"lamina.demo", "__main__"}
+
+
+def _is_lamina_module(module_name: object) -> bool:
+    if not isinstance(module_name, str) or module_name in _user_modules:
+        return False
+    top = module_name.partition(".")[0]
+    return top == "lamina" or top.startswith("lamina_")
+
+
+def _is_internal(file_name: str, module_name: object = None) -> bool:
     known = _internal_file_cache.get(file_name)
     if known is None:
-        known = any(file_name.startswith(d) for d in _internal_dirs)
+        known = (any(file_name.startswith(d) for d in _internal_dirs)
+                 or _is_lamina_module(module_name))
         _internal_file_cache[file_name] = known
     return known
 
@@ -154,20 +197,51 @@ def user_frame() -> Frame | None:
         file_name = code.co_filename
         internal = cache.get(file_name)
         if internal is None:
-            internal = _is_internal(file_name)
+            internal = _is_internal(file_name, frame.f_globals.get("__name__"))
         if not internal:
             return Frame(file_name, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return None
 
 
+#: (id of a code object, line) -> (the code object, name stack, SourceInfo):
+#: the SourceInfo last made for that user line under that name stack (every
+#: equation of one line shares it; holding the code object keeps its id
+#: unique while the entry lives).
+_source_infos: dict[tuple[int, int], tuple[Any, NameStack, SourceInfo]] = {}
+_MAX_SOURCE_INFOS = 4096
+
+
 def current_source_info() -> SourceInfo:
     """The source info a new equation gets: the user's frame (or, while a jaxpr
     is replayed, the frame of the equation being replayed) and the name stack."""
-    override = _state.frame_override
+    state = _state
+    override = state.frame_override
     if override is not None:
-        return SourceInfo(override, _state.name_stack)
-    return SourceInfo(user_frame(), _state.name_stack)
+        return SourceInfo(override, state.name_stack)
+    frame: Any = sys._getframe(1)
+    cache = _internal_file_cache
+    while frame is not None:
+        code = frame.f_code
+        internal = cache.get(code.co_filename)
+        if internal is None:
+            internal = _is_internal(code.co_filename, frame.f_globals.get("__name__"))
+        if not internal:
+            break
+        frame = frame.f_back
+    name_stack = state.name_stack
+    if frame is None:
+        return SourceInfo(None, name_stack)
+    line = frame.f_lineno
+    key = (id(code), line)
+    known = _source_infos.get(key)
+    if known is not None and known[0] is code and known[1] is name_stack:
+        return known[2]
+    info = SourceInfo(Frame(code.co_filename, line, code.co_name), name_stack)
+    if len(_source_infos) >= _MAX_SOURCE_INFOS:
+        _source_infos.clear()
+    _source_infos[key] = (code, name_stack, info)
+    return info
 
 
 def set_frame_override(frame: Frame | None) -> Frame | None:
@@ -183,3 +257,30 @@ def set_name_stack(stack: NameStack) -> NameStack:
     previous = _state.name_stack
     _state.name_stack = stack
     return previous
+
+
+def function_name(debug_info: Any) -> str:
+    """The function name in a ``TracingDebugInfo``/``JaxprDebugInfo``
+    (``f`` of ``f at x.py:3``), or ``""`` when unknown."""
+    src = getattr(debug_info, "func_src_info", None) if debug_info is not None else None
+    if not src:
+        return ""
+    return str(src).partition(" at ")[0]
+
+
+def transform_name(transform: str, debug_info: Any) -> str:
+    """The name-stack entry of ``transform`` applied to the function
+    ``debug_info`` describes: ``jvp(f)`` (``jvp()`` for an unnamed one)."""
+    return f"{transform}({function_name(debug_info)})"
+
+
+@contextmanager
+def transform_name_stack(transform: str, debug_info: Any) -> Iterator[NameStack]:
+    """``with transform_name_stack('jvp', dbg)``: equations traced inside get
+    ``jvp(f)`` in their name stack (see the module docstring)."""
+    previous = _state.name_stack
+    _state.name_stack = previous.extend(transform_name(transform, debug_info))
+    try:
+        yield _state.name_stack
+    finally:
+        _state.name_stack = previous

@@ -17,7 +17,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_tracing_core import dtypes
 
-from lamina_mlir_lowering.hlo_helpers import convert_hlo
+from lamina_mlir_lowering.hlo_helpers import convert_hlo, make_op
 from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
 from lamina_mlir_lowering.types import Value, dense_i64_array, dense_int_elements
 
@@ -63,12 +63,8 @@ def _convert_operands(ctx: LoweringRuleContext, lhs: Value, rhs: Value) -> tuple
 def _dot_general(ctx: LoweringRuleContext, lhs: Value, rhs: Value, *,
                  dimension_numbers: Any, precision: Any = None,
                  **params: Any) -> Sequence[Value]:
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     lhs, rhs = _convert_operands(ctx, lhs, rhs)
-    dnums = hlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
-        lhs_contracting_dimensions=list(lhs_contract),
-        rhs_contracting_dimensions=list(rhs_contract))
+    dnums = _dot_dimension_numbers(ctx, dimension_numbers)
     out = ctx.avals_out[0]
     result_type = ctx.out_type()
     if out.dtype == dtypes.bool_:
@@ -78,8 +74,23 @@ def _dot_general(ctx: LoweringRuleContext, lhs: Value, rhs: Value, *,
         ri = hlo.convert(ctx.module_context.types.shaped(ctx.avals_in[1].shape, np.int32), rhs)
         res = hlo.dot_general(int_type, li, ri, dnums, precision_config=precision_attr(precision))
         return [convert_hlo(res, out.update(dtype=np.dtype(np.int32)), out)]
-    return [hlo.dot_general(result_type, lhs, rhs, dnums,
-                            precision_config=precision_attr(precision))]
+    attrs = {"dot_dimension_numbers": dnums}
+    config = precision_attr(precision)
+    if config is not None:
+        attrs["precision_config"] = config
+    return [make_op("stablehlo.dot_general", [result_type], [lhs, rhs], attrs).result]
+
+
+def _dot_dimension_numbers(ctx: LoweringRuleContext, dimension_numbers: Any) -> Any:
+    """``#stablehlo.dot<...>`` for lax's ``((lc, rc), (lb, rb))``, built once
+    per distinct value in the context."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    key = ("dot", tuple(lhs_contract), tuple(rhs_contract), tuple(lhs_batch),
+           tuple(rhs_batch))
+    return ctx.module_context.types.attribute(key, lambda: hlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
+        lhs_contracting_dimensions=list(lhs_contract),
+        rhs_contracting_dimensions=list(rhs_contract)))
 
 
 def _conv_general_dilated(ctx: LoweringRuleContext, lhs: Value, rhs: Value, *,

@@ -65,6 +65,19 @@ def identity_value(monoid: str, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     return np.array(value, dtype)
 
 
+_identities: dict[tuple[str, np.dtype[Any]], np.ndarray[Any, Any]] = {}
+
+
+def _identity(monoid: str, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """``identity_value``, memoized (the arrays are read-only)."""
+    value = _identities.get((monoid, dtype))
+    if value is None:
+        value = identity_value(monoid, dtype)
+        value.flags.writeable = False
+        _identities[(monoid, dtype)] = value
+    return value
+
+
 def _monoid_reduce(monoid: str) -> LoweringRule:
     combine = _COMBINERS[monoid]
 
@@ -73,11 +86,14 @@ def _monoid_reduce(monoid: str) -> LoweringRule:
         dtype = ctx.avals_in[0].dtype
         types = ctx.module_context.types
         scalar = types.shaped((), dtype)
-        init = ir_constant(identity_value(monoid, dtype))
-        op = hlo.ReduceOp([ctx.out_type()], [x], [init], dense_i64_array(axes))
+        init = types.scalar_constant(_identity(monoid, dtype))
+        op = ir.Operation.create("stablehlo.reduce", results=[ctx.out_type()],
+                                 operands=[x, init],
+                                 attributes={"dimensions": types.i64_array(axes)}, regions=1)
         block = op.regions[0].blocks.append(scalar, scalar)
         with ir.InsertionPoint(block):
-            hlo.return_([combine(block.arguments[0], block.arguments[1], dtype, scalar)])
+            result = combine(block.arguments[0], block.arguments[1], dtype, scalar)
+            ir.Operation.create("stablehlo.return", operands=[result])
         return [op.result]
 
     rule.__name__ = f"lower[reduce_{monoid}]"

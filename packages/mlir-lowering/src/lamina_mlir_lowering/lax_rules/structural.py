@@ -8,7 +8,7 @@ from typing import Any
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from lamina_mlir_lowering.hlo_helpers import convert_hlo
+from lamina_mlir_lowering.hlo_helpers import broadcast_in_dim, convert_hlo, make_op
 from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
 from lamina_mlir_lowering.types import Value, dense_i64_array, i64_attr
 
@@ -23,7 +23,7 @@ def _broadcast_in_dim(ctx: LoweringRuleContext, x: Value, *dyn: Value,
                       broadcast_dimensions: Sequence[int], **params: Any) -> Sequence[Value]:
     if dyn:
         raise ctx.error("broadcast_in_dim with dynamic shapes is not supported")
-    return [hlo.broadcast_in_dim(ctx.out_type(), x, dense_i64_array(broadcast_dimensions))]
+    return [broadcast_in_dim(ctx.out_type(), x, broadcast_dimensions)]
 
 
 def _reshape(ctx: LoweringRuleContext, x: Value, *dyn: Value,
@@ -31,8 +31,17 @@ def _reshape(ctx: LoweringRuleContext, x: Value, *dyn: Value,
     if dyn:
         raise ctx.error("reshape with dynamic shapes is not supported")
     if dimensions is not None and tuple(dimensions) != tuple(range(len(dimensions))):
-        x = hlo.transpose(x, dense_i64_array(dimensions))
-    return [hlo.reshape(ctx.out_type(), x)]
+        aval = ctx.avals_in[0]
+        permuted = ctx.module_context.types.shaped(
+            [aval.shape[d] for d in dimensions], aval.dtype)
+        x = _transpose_op(ctx, x, permuted, dimensions)
+    return [make_op("stablehlo.reshape", [ctx.out_type()], [x]).result]
+
+
+def _transpose_op(ctx: LoweringRuleContext, x: Value, result_type: Any,
+                  permutation: Sequence[int]) -> Value:
+    attrs = {"permutation": ctx.module_context.types.i64_array(permutation)}
+    return make_op("stablehlo.transpose", [result_type], [x], attrs).result
 
 
 def _squeeze(ctx: LoweringRuleContext, x: Value, **params: Any) -> Sequence[Value]:
@@ -45,7 +54,7 @@ def _expand_dims(ctx: LoweringRuleContext, x: Value, **params: Any) -> Sequence[
 
 def _transpose(ctx: LoweringRuleContext, x: Value, *, permutation: Sequence[int],
                **params: Any) -> Sequence[Value]:
-    return [hlo.transpose(x, dense_i64_array(permutation))]
+    return [_transpose_op(ctx, x, ctx.out_type(), permutation)]
 
 
 def _rev(ctx: LoweringRuleContext, x: Value, *, dimensions: Sequence[int],

@@ -10,8 +10,8 @@ module holds what the primitives share:
   the jaxpr's debug info names its arguments after the user function's
   parameters (``carry[0]``, ``xs``) and its results (``result[0][1]``).
 - jaxpr surgery that keeps the debug-info contract (one name per invar and per
-  outvar): ``permute_invars``, ``permute_outvars``, ``prune_outvars``,
-  ``add_unused_invars``, ``retrace`` (builds a new jaxpr by evaluating a
+  outvar): ``permute_invars``, ``permute_outvars``, ``move_invars_to_back``,
+  ``add_unused_invars``, ``merge_consts``, ``retrace`` (builds a new jaxpr by evaluating a
   Python function with an explicit ``JaxprDebugInfo``).
 - type checks with JAX-like messages naming the mismatching component
   (``carry_type_error``, ``branch_output_error``).
@@ -34,10 +34,11 @@ from lamina_tracing_core.effects import Effects, union
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, Var
 
 __all__ = [
-    "BodyTrace", "add_unused_invars", "aval_mismatch_extra", "branch_output_error",
-    "carry_type_error", "joined_effects", "long_type_str", "merge_consts",
-    "permute_invars", "permute_outvars", "prune_outvars", "retrace", "split_list",
-    "structure_differences", "trace_body", "typematch", "wrap_src",
+    "BodyTrace", "add_unused_invars", "aval_mismatch_extra", "aval_of", "body_debug_info",
+    "branch_output_error", "carry_type_error", "eval_closed", "joined_effects",
+    "long_type_str", "merge_consts", "move_invars_to_back", "permute_invars",
+    "permute_outvars", "retrace", "split_list", "structure_differences", "trace_body",
+    "typematch", "wrap_src",
 ]
 
 
@@ -50,15 +51,6 @@ def split_list(xs: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
         out.append(list(xs[start:start + n]))
         start += n
     out.append(list(xs[start:]))
-    return out
-
-
-def merge_lists(which_second: Sequence[bool], first: Sequence[Any],
-                second: Sequence[Any]) -> list[Any]:
-    """Interleaves ``first`` and ``second``: position ``i`` takes the next of
-    ``second`` where ``which_second[i]``, else the next of ``first``."""
-    it1, it2 = iter(first), iter(second)
-    out = [next(it2) if w else next(it1) for w in which_second]
     return out
 
 
@@ -198,17 +190,6 @@ def permute_outvars(closed: ClosedJaxpr, order: Sequence[int]) -> ClosedJaxpr:
     return ClosedJaxpr(new, closed.consts)
 
 
-def prune_outvars(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
-    """The jaxpr with only the outputs ``keep`` (equations are left as they are)."""
-    jaxpr = closed.jaxpr
-    dbg = _dbg(jaxpr)
-    new = jaxpr.replace(
-        outvars=[v for v, k in zip(jaxpr.outvars, keep) if k],
-        debug_info=dbg.replace(result_paths=tuple(
-            p for p, k in zip(dbg.result_paths, keep) if k)))
-    return ClosedJaxpr(new, closed.consts)
-
-
 def add_unused_invars(closed: ClosedJaxpr, position: int, avals: Sequence[ShapedArray],
                       names: Sequence[str | None] | None = None) -> ClosedJaxpr:
     """The jaxpr with new, unused invars of ``avals`` inserted at ``position``."""
@@ -241,7 +222,7 @@ def merge_consts(bodies: Sequence[BodyTrace]) -> tuple[list[ClosedJaxpr], list[A
             if id(c) not in index:
                 index[id(c)] = len(all_consts)
                 all_consts.append(c)
-    const_avals = [_aval_of(c) for c in all_consts]
+    const_avals = [aval_of(c) for c in all_consts]
     out = []
     for body in bodies:
         jaxpr = body.jaxpr.jaxpr
@@ -258,15 +239,11 @@ def merge_consts(bodies: Sequence[BodyTrace]) -> tuple[list[ClosedJaxpr], list[A
     return out, all_consts
 
 
-def _aval_of(x: Any) -> ShapedArray:
+def aval_of(x: Any) -> ShapedArray:
+    """The aval of a value or tracer."""
     if isinstance(x, core.Tracer):
         return x.aval
     return get_aval(x)
-
-
-def aval_of(x: Any) -> ShapedArray:
-    """The aval of a value or tracer."""
-    return _aval_of(x)
 
 
 # --- structural and type errors -------------------------------------------------------------

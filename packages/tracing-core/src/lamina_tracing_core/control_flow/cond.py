@@ -357,7 +357,6 @@ def _cond_batch(axis_data: batching.AxisData, args: Sequence[Any],
                 ) -> tuple[list[Any], list[int | None]]:
     index, *ops = args
     index_dim, *op_dims = dims
-    size = axis_data.size
     if index_dim is not None:
         return _cond_batch_with_batched_index(axis_data, args, dims, branches)
     if all(d is None for d in op_dims) and not _uses_axis(branches, axis_data):
@@ -369,7 +368,6 @@ def _cond_batch(axis_data: batching.AxisData, args: Sequence[Any],
     out_bat = [any(bs) for bs in zip(*out_bats)]
     branches_b = tuple(batching.batch_jaxpr(b, axis_data, ops_bat, out_bat)[0]
                        for b in branches)
-    del size
     outs = cond_p.bind(index, *ops, branches=branches_b)
     return list(outs), [0 if b else None for b in out_bat]
 

@@ -13,6 +13,7 @@ from lamina_tracing_core import ad_util, dtypes
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax.common import ArrayLike, typeof
+from lamina_tracing_core.pretty_print import hide_default_params, param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 
 Array = Any
@@ -52,6 +53,11 @@ def convert_element_type_internal(operand: ArrayLike, new_dtype: Any = None,
     is converted here, with numpy, and stays a constant (no equation), as JAX's
     ``_convert_element_type`` does. Used by ``full``, constants in rules and the
     numpy helpers."""
+    if type(operand) in _WEAK_PY_SCALARS and sharding is None and not weak_type \
+            and type(new_dtype) in _NP_DTYPE_TYPES:
+        # The operators' common case (``x * 2.0``): a Python scalar becomes a
+        # strongly typed 0-d constant; these are memoized (read-only).
+        return _scalar_constant(operand, dtypes.canonicalize_dtype(new_dtype))
     aval = typeof(operand)
     new = aval.dtype if new_dtype is None else dtypes.canonicalize_dtype(new_dtype)
     weak = bool(weak_type)
@@ -66,6 +72,32 @@ def convert_element_type_internal(operand: ArrayLike, new_dtype: Any = None,
             return py_type(_fold(operand, new).item())
     return convert_element_type_p.bind(operand, new_dtype=new, weak_type=weak,
                                        sharding=sharding)
+
+
+_WEAK_PY_SCALARS = frozenset({int, float, complex})
+_NP_DTYPE_TYPES = frozenset(type(np.dtype(t)) for t in set(np.sctypeDict.values()))
+_scalar_constants: dict[tuple[Any, ...], np.ndarray[Any, Any]] = {}
+_MAX_SCALAR_CONSTANTS = 4096
+
+
+def _scalar_constant(value: Any, dtype: np.dtype[Any]) -> Any:
+    """``value`` (a Python scalar) as a read-only 0-d array of ``dtype``."""
+    if dtype == dtypes.float0:
+        return _fold(value, dtype)
+    # 0.0 and -0.0 are equal keys, NaN is never equal to itself: key floats by
+    # their bits
+    key = (type(value), value.hex() if type(value) is float else value, dtype)
+    try:
+        const = _scalar_constants.get(key)
+    except TypeError:  # complex NaN etc. are hashable; defensive only
+        return _fold(value, dtype)
+    if const is None:
+        const = _fold(value, dtype)
+        const.flags.writeable = False
+        if len(_scalar_constants) >= _MAX_SCALAR_CONSTANTS:
+            _scalar_constants.clear()
+        _scalar_constants[key] = const
+    return const
 
 
 def _fold(value: Any, dtype: np.dtype[Any]) -> Any:
@@ -132,6 +164,7 @@ def _convert_element_type_batch(args: Any, dims: Any, **params: Any) -> Any:
 
 
 jvp_rules[convert_element_type_p] = _convert_element_type_jvp
+param_printers[convert_element_type_p] = hide_default_params(sharding=None)
 transpose_rules[convert_element_type_p] = _convert_element_type_transpose
 batching_rules[convert_element_type_p] = _convert_element_type_batch
 

@@ -26,6 +26,7 @@ from lamina_tracing_core.lax.common import (
     ArrayLike, DType, const, typeof)
 from lamina_tracing_core.lax.helpers import (
     defbroadcasting, defjvp, defjvp2, defjvp_zero, deflinear, defvectorized, unbroadcast)
+from lamina_tracing_core.pretty_print import hide_default_params, param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 
 Array = Any
@@ -72,6 +73,10 @@ class Tolerance:
 # --- primitive constructors -------------------------------------------------------
 DtypeFn = Callable[..., DType]
 
+#: The primitives ``unop`` made (their abstract evaluation is a check and at
+#: most one new aval: cheaper than memoizing it).
+UNARY_PRIMITIVES: set[Primitive] = set()
+
 
 def unop(name: str, accepted: frozenset[DType], result_dtype: DtypeFn | None = None,
          *, vectorized: bool = True) -> Primitive:
@@ -92,6 +97,7 @@ def unop(name: str, accepted: frozenset[DType], result_dtype: DtypeFn | None = N
             return ShapedArray(x.shape, out_dtype(x.dtype), x.weak_type)
 
     prim.def_abstract_eval(abstract_eval)
+    UNARY_PRIMITIVES.add(prim)
     if vectorized:
         defvectorized(prim)
     return prim
@@ -128,13 +134,22 @@ def naryop(name: str, accepted: list[frozenset[DType]], result_dtype: DtypeFn | 
         acc0, acc1 = accepted
 
         def abstract_eval(*avals: ShapedArray, **params: Any) -> ShapedArray:
-            # Fast path: two operands of one type and shape (the common case).
+            # Fast path: two operands of one dtype whose shapes are equal, or
+            # one of them rank 0 (the common cases: ``x * y``, ``x * 2.0``).
             if len(avals) == 2:
                 x, y = avals
-                if (x.dtype is y.dtype or x.dtype == y.dtype) and x.shape == y.shape \
-                        and x.dtype in acc0 and x.dtype in acc1 \
-                        and params.get("out_dtype") is None:
-                    return x if (x.weak_type or not y.weak_type) else y
+                if (x.dtype is y.dtype or x.dtype == y.dtype) and x.dtype in acc0 \
+                        and x.dtype in acc1 and params.get("out_dtype") is None:
+                    # the result is weakly typed only if both operands are
+                    xs, ys = x.shape, y.shape
+                    if xs == ys or not ys:
+                        if y.weak_type or not x.weak_type:
+                            return x
+                        return y if xs == ys else ShapedArray(xs, x.dtype, False)
+                    if not xs:
+                        if x.weak_type or not y.weak_type:
+                            return y
+                        return ShapedArray(ys, y.dtype, False)
             return slow_path(avals, params.get("out_dtype"))
     else:
         def abstract_eval(*avals: ShapedArray, **params: Any) -> ShapedArray:
@@ -867,6 +882,11 @@ def _mul_transpose_rhs(ct: Any, x: Any, y: Any, *, out_dtype: Any) -> Any:
 
 
 helpers.defbilinear(mul_p, _mul_transpose_lhs, _mul_transpose_rhs)
+
+# As JAX prints them: defaults of optional params are not shown.
+for _prim in UNARY_PRIMITIVES:
+    param_printers[_prim] = hide_default_params(accuracy=None)
+param_printers[mul_p] = hide_default_params(out_dtype=None)
 
 defjvp(div_p,
        lambda g, x, y: div(g, y),

@@ -7,6 +7,7 @@ with ``Precision``, ``ConvDimensionNumbers`` and the usual wrappers
 from __future__ import annotations
 
 import enum
+import functools
 import operator
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -18,6 +19,7 @@ from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import ArrayLike, typeof
+from lamina_tracing_core.pretty_print import param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules
 
 Array = Any
@@ -99,6 +101,8 @@ def _type_rank(d: np.dtype[Any]) -> tuple[bool, int, int, int, bool]:
 
 def _dot_result_dtype(name: str, lhs: np.dtype[Any], rhs: np.dtype[Any],
                       preferred: Any) -> np.dtype[Any]:
+    if lhs == rhs and preferred is None:
+        return lhs
     lr, rr = _type_rank(lhs), _type_rank(rhs)
     if lr > rr:
         result = lhs
@@ -179,7 +183,23 @@ def _dot_general_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *,
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
 
 
+_canonical_dnums_memo: dict[Any, DotDimensionNumbers] = {}
+
+
 def _canonical_dot_dnums(dimension_numbers: Any) -> DotDimensionNumbers:
+    try:
+        known = _canonical_dnums_memo.get(dimension_numbers)
+    except TypeError:  # lists: not hashable
+        return _canonicalize_dot_dnums(dimension_numbers)
+    if known is not None:
+        return known
+    out = _canonicalize_dot_dnums(dimension_numbers)
+    if len(_canonical_dnums_memo) < 4096:
+        _canonical_dnums_memo[dimension_numbers] = out
+    return out
+
+
+def _canonicalize_dot_dnums(dimension_numbers: Any) -> DotDimensionNumbers:
     try:
         (lc, rc), (lb, rb) = dimension_numbers
     except (TypeError, ValueError):
@@ -238,23 +258,33 @@ def _ranges_like(*xs: Sequence[Any]) -> list[list[int]]:
     return out
 
 
-def _dot_transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DotDimensionNumbers,
-                       precision: Any, preferred_element_type: Any, out_sharding: Any,
-                       swap_ans: bool = False) -> Any:
-    x_aval = x.aval
-    y_ndim = len(typeof(y).shape)
+@functools.lru_cache(maxsize=1024)
+def _dot_transpose_plan(dimension_numbers: DotDimensionNumbers, x_ndim: int, y_ndim: int,
+                        swap_ans: bool) -> tuple[DotDimensionNumbers, tuple[int, ...]]:
+    """For the cotangent of the lhs ``x`` of a dot: the dimension numbers of
+    ``dot_general(ct, y, ...)`` and the permutation taking its result to
+    ``x``'s axis order."""
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    x_kept = [i for i in range(len(x_aval.shape)) if i not in x_contract and i not in x_batch]
+    x_kept = [i for i in range(x_ndim) if i not in x_contract and i not in x_batch]
     y_kept = [i for i in range(y_ndim) if i not in y_contract and i not in y_batch]
     if swap_ans:
         ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
     else:
         ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(y_batch)))
-    order = np.argsort(y_contract)
+    order = sorted(range(len(y_contract)), key=lambda i: y_contract[i])
     x_contract_by_y = [x_contract[i] for i in order]
     unsorted = list(x_batch) + x_kept + x_contract_by_y
-    out_axes = tuple(np.argsort(unsorted).tolist())
+    out_axes = tuple(sorted(range(len(unsorted)), key=lambda i: unsorted[i]))
+    return dims, out_axes
+
+
+def _dot_transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DotDimensionNumbers,
+                       precision: Any, preferred_element_type: Any, out_sharding: Any,
+                       swap_ans: bool = False) -> Any:
+    x_aval = x.aval
+    dims, out_axes = _dot_transpose_plan(dimension_numbers, len(x_aval.shape),
+                                         len(typeof(y).shape), swap_ans)
     out = dot_general(ct, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type)
     x_bar = st.transpose(out, out_axes)
@@ -310,6 +340,20 @@ def _dot_general_batch(args: Any, dims: Any, *, dimension_numbers: DotDimensionN
 
 helpers.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
 batching_rules[dot_general_p] = _dot_general_batch
+
+
+def _dot_general_printer(params: dict[str, Any]) -> dict[str, str | None]:
+    # As JAX prints it: dimension numbers as lists, no None-valued options.
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    shown: dict[str, str | None] = {
+        "dimension_numbers": f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"}
+    for k in ("precision", "preferred_element_type", "out_sharding"):
+        if params.get(k) is None:
+            shown[k] = None
+    return shown
+
+
+param_printers[dot_general_p] = _dot_general_printer
 
 
 # --- conv_general_dilated -------------------------------------------------------------------

@@ -21,6 +21,7 @@ from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax.common import ArrayLike, Shape, typeof
 from lamina_tracing_core.lax.helpers import deflinear, defvectorized
+from lamina_tracing_core.pretty_print import param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules
 
 Array = Any
@@ -158,6 +159,19 @@ def _broadcast_in_dim_batch(args: Any, dims: Any, *, shape: Shape,
 
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+
+
+def _broadcast_in_dim_printer(params: dict[str, Any]) -> dict[str, str | None]:
+    # As JAX prints it: the shape is the output's; no empty dims, no sharding.
+    shown: dict[str, str | None] = {"shape": None}
+    if not params.get("broadcast_dimensions"):
+        shown["broadcast_dimensions"] = None
+    if params.get("sharding") is None:
+        shown["sharding"] = None
+    return shown
+
+
+param_printers[broadcast_in_dim_p] = _broadcast_in_dim_printer
 
 
 # --- reshape ---------------------------------------------------------------------

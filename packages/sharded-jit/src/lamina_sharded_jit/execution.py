@@ -1,0 +1,414 @@
+"""Lowering, compiling and running a ``pjit_p`` call (the eager impl rule).
+
+A *program* is one jaxpr with its shardings lowered for one device
+assignment. :func:`lower_program` decides the devices (from the explicit
+shardings, the shardings of committed arguments, and those of nested jits and
+``with_sharding_constraint``s), expresses every sharding over one mesh and
+calls ``lower_jaxpr_to_module``; :func:`compile_program` compiles the module
+through the runtime's compile cache and wraps it in the runtime's
+``Executable`` with every argument's and result's name, type and sharding.
+Both are cached (lowering per jaxpr and placement, compilation per lowered
+program), so ``pjit_p``'s impl rule costs a dictionary lookup plus the call
+after the first time.
+
+The results' shardings are the requested ones, or what XLA chose (read from
+the executable, as a ``NamedSharding`` over the program's mesh when one
+describes it). Results are committed when any sharding was explicit or any
+argument was committed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lamina_interpreters_pxla.array import Array
+from lamina_interpreters_pxla.backends import default_device, local_devices
+from lamina_interpreters_pxla.executable import (
+    BuildOptions,
+    CompileError,
+    Executable,
+    compile_module,
+    result_handler,
+)
+from lamina_interpreters_pxla.sharding import SingleDeviceSharding, single_device_sharding
+from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
+from lamina_mlir_lowering.lowering import sanitize_module_name
+from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
+
+from lamina_sharded_jit.dispatch import canonical_aval
+from lamina_sharded_jit.explain import explain_miss, log_cost
+from lamina_sharded_jit.jaxpr_cache import memoize_on_jaxpr
+from lamina_sharded_jit.primitive import pjit_p
+from lamina_sharded_jit.sharding_constraint import sharding_constraint_p
+from lamina_sharded_jit.shardings import (
+    UNSPECIFIED,
+    ShardingSource,
+    is_unspecified,
+    lowering_sharding_context,
+    lowering_specs,
+    program_devices,
+    shard_label,
+    sharding_for_output,
+)
+
+__all__ = ["LoweredProgram", "CompiledProgram", "lower_program", "compile_program",
+           "pjit_call", "placed_shardings", "clear_program_caches", "CrossPlatformError"]
+
+
+class CrossPlatformError(ValueError):
+    """A module lowered for other platforms than this host's was compiled."""
+
+
+# --- programs ------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class LoweredProgram:
+    """A jaxpr lowered for one placement (see the module docstring)."""
+
+    lowering: LoweringResult
+    fun_name: str
+    jaxpr: ClosedJaxpr
+    devices: tuple[Any, ...]
+    mesh: Any
+    platforms: tuple[str, ...]
+    in_shardings: tuple[Any, ...]       # per jaxpr input: requested or committed, or UNSPECIFIED
+    out_shardings: tuple[Any, ...]      # per jaxpr output: requested, or UNSPECIFIED
+    donated_invars: tuple[bool, ...]
+    committed: bool
+    compiler_options_kvs: tuple[tuple[str, Any], ...]
+    compiled: CompiledProgram | None = field(default=None, repr=False)
+
+    @property
+    def arg_names(self) -> tuple[str | None, ...]:
+        dbg = self.jaxpr.jaxpr.debug_info
+        return tuple(dbg.arg_names) if dbg is not None else (None,) * len(self.in_shardings)
+
+    @property
+    def result_names(self) -> tuple[str | None, ...]:
+        dbg = self.jaxpr.jaxpr.debug_info
+        return (tuple(dbg.result_paths) if dbg is not None
+                else (None,) * len(self.out_shardings))
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.in_avals
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.out_avals
+
+
+@dataclass(eq=False)
+class CompiledProgram:
+    """A compiled program and what calling it needs."""
+
+    lowered: LoweredProgram
+    executable: Executable
+    in_shardings: tuple[Any, ...]   # concrete, one per jaxpr input
+    out_shardings: tuple[Any, ...]  # concrete, one per output
+    handlers: list[Any]
+
+    @property
+    def loaded(self) -> Any:
+        return self.executable.loaded
+
+    @property
+    def kept_var_idx(self) -> tuple[int, ...]:
+        return self.executable.kept_var_idx
+
+
+# --- nested shardings ----------------------------------------------------------------------------
+def _nested_sources(jaxpr: ClosedJaxpr | Jaxpr) -> tuple[ShardingSource, ...]:
+    inner = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    out: list[ShardingSource] = []
+    for eqn in inner.eqns:
+        if eqn.primitive is pjit_p:
+            name = eqn.params["name"]
+            for i, (s, v) in enumerate(zip(eqn.params["in_shardings"], eqn.invars)):
+                if not is_unspecified(s):
+                    out.append(ShardingSource(f"argument #{i} of the inner jit({name})", s,
+                                              v.aval))
+            for i, (s, v) in enumerate(zip(eqn.params["out_shardings"], eqn.outvars)):
+                if not is_unspecified(s):
+                    out.append(ShardingSource(f"result #{i} of the inner jit({name})", s,
+                                              v.aval))
+        elif eqn.primitive is sharding_constraint_p:
+            out.append(ShardingSource(f"with_sharding_constraint at {eqn.source_info}",
+                                      eqn.params["sharding"], eqn.invars[0].aval))
+        for sub in subjaxprs_of_params(eqn.params):
+            out.extend(_nested_memo(sub))
+    return tuple(out)
+
+
+_nested_memo = memoize_on_jaxpr(_nested_sources, max_size=4096)
+
+
+# --- lowering ------------------------------------------------------------------------------------
+_LOWER_CACHE_SIZE = 4096
+_lower_cache: OrderedDict[Hashable, tuple[Jaxpr, LoweredProgram]] = OrderedDict()
+_lock = threading.Lock()
+stats = {"lowerings": 0, "compilations": 0}
+
+
+def clear_program_caches() -> None:
+    with _lock:
+        _lower_cache.clear()
+
+
+def _describe_fun(name: str) -> str:
+    return f"jit({name})"
+
+
+def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
+                  out_shardings: Sequence[Any], donated_invars: Sequence[bool], name: str,
+                  keep_unused: bool, compiler_options_kvs: tuple[tuple[str, Any], ...] = (),
+                  platforms: tuple[str, ...] | None = None, committed: bool = False,
+                  device: Any = None) -> LoweredProgram:
+    """Lowers ``jaxpr`` for its placement (cached; see the module docstring).
+
+    ``in_shardings`` has one entry per jaxpr input: the explicit sharding, or
+    a committed argument's sharding, or ``UNSPECIFIED``. ``device`` is where a
+    program without any sharding runs (default: the default device).
+    """
+    in_sh = tuple(UNSPECIFIED if is_unspecified(s) else s for s in in_shardings)
+    out_sh = tuple(UNSPECIFIED if is_unspecified(s) else s for s in out_shardings)
+    donated = tuple(bool(d) for d in donated_invars)
+    if device is None:
+        device = default_device()
+    key = (id(jaxpr.jaxpr), tuple(id(c) for c in jaxpr.consts), in_sh, out_sh, donated,
+           name, bool(keep_unused), compiler_options_kvs, platforms, bool(committed), device)
+    with _lock:
+        hit = _lower_cache.get(key)
+        if hit is not None and hit[0] is jaxpr.jaxpr:
+            _lower_cache.move_to_end(key)
+            return hit[1]
+    _explain_lowering_miss(jaxpr, key, name)
+    start = time.perf_counter()
+    program = _lower(jaxpr, in_sh, out_sh, donated, name, bool(keep_unused),
+                     compiler_options_kvs, platforms, bool(committed), device)
+    log_cost("lowering", _describe_fun(name), time.perf_counter() - start)
+    stats["lowerings"] += 1
+    with _lock:
+        _lower_cache[key] = (jaxpr.jaxpr, program)
+        if len(_lower_cache) > _LOWER_CACHE_SIZE:
+            _lower_cache.popitem(last=False)
+    return program
+
+
+_KEY_PARTS = ("jaxpr", "consts", "input shardings", "output shardings", "donated arguments",
+              "name", "keep_unused", "compiler options", "platforms", "committedness",
+              "device")
+
+
+def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) -> None:
+    from lamina_linear_util.cache import explain_cache_misses_enabled
+    if not explain_cache_misses_enabled():
+        return
+    with _lock:
+        same: list[tuple[Any, ...]] = [k for k, (j, _) in _lower_cache.items()  # type: ignore[misc]
+                                       if j is jaxpr.jaxpr]
+    if not same:
+        explain_miss("lowering", _describe_fun(name),
+                     ["never lowered this jaxpr (a new trace) before"])
+        return
+    dbg = jaxpr.jaxpr.debug_info
+    names = dbg.arg_names if dbg is not None else ()
+    old = same[-1]
+    reasons: list[str] = []
+    for part, a, b in zip(_KEY_PARTS, old, key):
+        if a == b:
+            continue
+        if part == "input shardings" and len(a) == len(b):
+            reasons += [f"the sharding of argument {names[i] if i < len(names) and names[i] else i}"
+                        f" changed from {x} to {y}" for i, (x, y) in enumerate(zip(a, b))
+                        if x != y]
+        else:
+            reasons.append(f"the {part} changed from {a} to {b}")
+    explain_miss("lowering", _describe_fun(name), reasons)
+
+
+def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
+           donated: tuple[bool, ...], name: str, keep_unused: bool,
+           compiler_options_kvs: tuple[tuple[str, Any], ...],
+           platforms: tuple[str, ...] | None, committed: bool, device: Any) -> LoweredProgram:
+    dbg = jaxpr.jaxpr.debug_info
+    arg_names = dbg.arg_names if dbg is not None else (None,) * len(in_sh)
+    res_names = dbg.result_paths if dbg is not None else (None,) * len(out_sh)
+    in_avals, out_avals = jaxpr.in_avals, jaxpr.out_avals
+    in_labels = [shard_label("argument", n, i) for i, n in enumerate(arg_names)]
+    out_labels = [shard_label("result", n, i) for i, n in enumerate(res_names)]
+    sources = [ShardingSource(label, s, a) for label, s, a in zip(in_labels, in_sh, in_avals)
+               if not is_unspecified(s)]
+    sources += [ShardingSource(label, s, a) for label, s, a in zip(out_labels, out_sh, out_avals)
+                if not is_unspecified(s)]
+    nested = _nested_memo(jaxpr)
+    sources += list(nested)
+    devices = program_devices(name, sources, device)
+    specs_in, mesh_shape, mesh = lowering_specs(in_sh, in_avals, in_labels, devices,
+                                                extra=[s.sharding for s in nested] + list(out_sh))
+    specs_out, _, _ = lowering_specs(out_sh, out_avals, out_labels, devices,
+                                     extra=[s.sharding for s in nested] + list(in_sh))
+    target = platforms if platforms is not None else (devices[0].platform,)
+    with lowering_sharding_context(devices, mesh):
+        lowering = lower_jaxpr_to_module(
+            sanitize_module_name(f"jit_{name}"), jaxpr, platforms=target,
+            arg_shardings=specs_in, result_shardings=specs_out, donated_args=donated,
+            num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape)
+    any_explicit = bool(sources)
+    return LoweredProgram(lowering, name, jaxpr, tuple(devices), mesh, tuple(target), in_sh,
+                          out_sh, donated, committed or any_explicit, compiler_options_kvs)
+
+
+# --- compiling ------------------------------------------------------------------------------------
+def _local_platform(devices: Sequence[Any]) -> str:
+    return str(devices[0].platform)
+
+
+def compile_program(program: LoweredProgram) -> CompiledProgram:
+    """Compiles a lowered program for its devices (once per program)."""
+    compiled = program.compiled
+    if compiled is not None:
+        return compiled
+    local = _local_platform(program.devices)
+    if program.platforms != (local,):
+        raise CrossPlatformError(
+            f"{program.lowering.module_name} was lowered for platforms "
+            f"{program.platforms}, but this host's devices are {local} devices: only a "
+            f"module lowered for exactly ('{local}',) can be compiled here (lower without "
+            "lowering_platforms); to keep a module for other platforms, export it "
+            "(Lowered.export()) and call it where it runs")
+    devices = list(program.devices)
+    n = len(devices)
+    available = local_devices()
+    if n > len(available):
+        raise CompileError(f"jit({program.fun_name}) needs {n} devices, but only "
+                           f"{len(available)} are available")
+    options = BuildOptions(num_partitions=n,
+                           env_option_overrides=tuple(program.compiler_options_kvs))
+    start = time.perf_counter()
+    explain_miss("compilation", program.lowering.module_name,
+                 ["a new lowered module (see the lowering miss)"])
+    loaded = compile_module(program.lowering.module, devices, options,
+                            name=program.lowering.module_name)
+    log_cost("compiling", program.lowering.module_name, time.perf_counter() - start)
+    stats["compilations"] += 1
+    in_sh = _concrete_in_shardings(program, loaded)
+    out_sh = _concrete_out_shardings(program, loaded)
+    lowering = program.lowering
+    out_avals = [canonical_aval(a) for a in program.out_avals]
+    executable = Executable(
+        loaded, name=f"jit({program.fun_name})", in_avals=program.in_avals,
+        out_avals=out_avals, in_shardings=in_sh, out_shardings=out_sh,
+        devices=devices, options=options, arg_names=program.arg_names,
+        result_names=program.result_names, donated_invars=program.donated_invars,
+        kept_var_idx=lowering.kept_var_idx,
+        out_committed=[program.committed] * len(program.out_avals), lowering=lowering)
+    handlers = [result_handler(a, s, program.committed) for a, s in zip(out_avals, out_sh)]
+    compiled = CompiledProgram(program, executable, tuple(in_sh), tuple(out_sh), handlers)
+    program.compiled = compiled
+    return compiled
+
+
+def _concrete_in_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
+    devices = program.devices
+    if len(devices) == 1:
+        single = single_device_sharding(devices[0])
+        return [single if is_unspecified(s) else s for s in program.in_shardings]
+    chosen = loaded.get_parameter_shardings()
+    kept = program.lowering.kept_var_idx
+    from_xla: dict[int, Any] = {}
+    if chosen is not None:
+        from lamina_interpreters_pxla._jaxlib import xc
+        for pos, op in zip(kept, chosen):
+            aval = program.in_avals[pos]
+            from_xla[pos] = sharding_for_output(xc.HloSharding.from_proto(op), devices,
+                                                program.mesh, aval.ndim)
+    out = []
+    for i, (s, aval) in enumerate(zip(program.in_shardings, program.in_avals)):
+        if not is_unspecified(s):
+            out.append(s)
+        elif i in from_xla:
+            out.append(from_xla[i])
+        else:
+            out.append(_replicated(devices, program.mesh, aval.ndim))
+    return out
+
+
+def _replicated(devices: Sequence[Any], mesh: Any, ndim: int) -> Any:
+    from lamina_interpreters_pxla._jaxlib import xc
+    return sharding_for_output(xc.HloSharding.replicate(), devices, mesh, ndim)
+
+
+def _concrete_out_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
+    devices = program.devices
+    if len(devices) == 1:
+        single = single_device_sharding(devices[0])
+        return [single if is_unspecified(s) or isinstance(s, SingleDeviceSharding) else s
+                for s in program.out_shardings]
+    from lamina_interpreters_pxla._jaxlib import xc
+    chosen = loaded.get_output_shardings()
+    out = []
+    for i, (s, aval) in enumerate(zip(program.out_shardings, program.out_avals)):
+        if not is_unspecified(s):
+            out.append(s)
+        elif chosen is not None:
+            out.append(sharding_for_output(xc.HloSharding.from_proto(chosen[i]), devices,
+                                           program.mesh, aval.ndim))
+        else:
+            out.append(_replicated(devices, program.mesh, aval.ndim))
+    return out
+
+
+# --- calling (the impl rule) -------------------------------------------------------------------
+def placed_shardings(args: Sequence[Any], in_shardings: Sequence[Any],
+                     jaxpr: ClosedJaxpr, name: str) -> tuple[tuple[Any, ...], bool]:
+    """Each argument's sharding as the program sees it: the explicit one, or
+    a committed array's own (an explicit one that differs from a committed
+    array's is an error naming the argument); and whether any is committed."""
+    out: list[Any] = []
+    committed = False
+    dbg = jaxpr.jaxpr.debug_info
+    for i, (x, s) in enumerate(zip(args, in_shardings)):
+        if type(x) is Array and x._arr._committed:
+            committed = True
+            arg_sharding = x._arr._sharding
+            if is_unspecified(s):
+                out.append(arg_sharding)
+                continue
+            if arg_sharding != s and not arg_sharding.is_equivalent_to(s, x.ndim):
+                arg_name = dbg.arg_names[i] if dbg is not None else None
+                raise ValueError(
+                    f"Sharding passed to jit({name}) does not match the sharding on the "
+                    f"respective arg. Got jit sharding: {s!r},\narg sharding: "
+                    f"{arg_sharding!r} for {shard_label('argument', arg_name, i)} of type "
+                    f"{x.aval.str_short()}; device_put it to the expected sharding first")
+        out.append(s)
+    return tuple(out), committed
+
+
+def pjit_call(args: Sequence[Any], params: dict[str, Any]) -> tuple[list[Array],
+                                                                     CompiledProgram]:
+    """Runs a ``pjit_p`` application on concrete arguments; also returns the
+    compiled program (for jit's fast dispatch path)."""
+    jaxpr: ClosedJaxpr = params["jaxpr"]
+    name = params["name"]
+    in_sh, committed = placed_shardings(args, params["in_shardings"], jaxpr, name)
+    program = lower_program(jaxpr, in_shardings=in_sh, out_shardings=params["out_shardings"],
+                            donated_invars=params["donated_invars"], name=name,
+                            keep_unused=params["keep_unused"],
+                            compiler_options_kvs=tuple(params["compiler_options_kvs"]),
+                            committed=committed)
+    compiled = compile_program(program)
+    return compiled.executable.call(*args), compiled
+
+
+def _pjit_impl(*args: Any, **params: Any) -> list[Array]:
+    return pjit_call(args, params)[0]
+
+
+pjit_p.def_impl(_pjit_impl)

@@ -1,0 +1,117 @@
+"""``with_sharding_constraint``: how an intermediate value must be laid out.
+
+``with_sharding_constraint(x, sharding)`` is the identity on values; inside
+``jit`` it tells XLA's partitioner the sharding ``x`` must have at that point
+(a Shardy ``sdy.sharding_constraint``, or a GSPMD ``Sharding`` custom call).
+Outside any transformation it moves ``x`` to ``sharding`` (a ``device_put``).
+
+``sharding_constraint_p`` (params ``sharding``: a lamina sharding, and
+``unconstrained_dims``: the dimensions given as
+``PartitionSpec.UNCONSTRAINED``) is linear: its JVP constrains the tangent
+the same way, its transpose constrains the cotangent, and under ``vmap`` the
+batch dimension is added to the sharding unsplit (or split over
+``spmd_axis_name``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lamina_linear_util import api_util
+from lamina_linear_util import tree_util as tu
+from lamina_tracing_core import ad, batching
+from lamina_tracing_core.ad_util import Zero
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.core import Tracer
+from lamina_tracing_core.primitives import Primitive
+
+from lamina_sharded_jit.shardings import batch_sharding, canonicalize_leaf, resolve_leaf
+
+__all__ = ["sharding_constraint_p", "with_sharding_constraint", "bind_constraint"]
+
+sharding_constraint_p = Primitive("sharding_constraint")
+
+
+def _check_rank(sharding: Any, aval: ShapedArray, where: str) -> None:
+    from lamina_interpreters_pxla.sharding import ShardingError
+    try:
+        sharding._to_xla_hlo_sharding(aval.ndim)
+        sharding.check_compatible_shape(aval.shape)
+    except ShardingError as e:
+        raise ShardingError(f"{where} of type {aval.str_short()}: {e}") from None
+
+
+def _abstract_eval(aval: ShapedArray, *, sharding: Any,
+                   unconstrained_dims: frozenset[int]) -> ShapedArray:
+    _check_rank(sharding, aval, "with_sharding_constraint: the value")
+    return aval
+
+
+def _impl(x: Any, *, sharding: Any, unconstrained_dims: frozenset[int]) -> Any:
+    from lamina_interpreters_pxla.device_put import device_put
+    return device_put(x, sharding)
+
+
+def _jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> tuple[Any, Any]:
+    (x,), (t,) = primals, tangents
+    out = sharding_constraint_p.bind(x, **params)
+    return out, t if type(t) is Zero else sharding_constraint_p.bind(t, **params)
+
+
+def _transpose(ct: Any, x: Any, **params: Any) -> list[Any]:
+    if type(ct) is Zero:
+        return [ct]
+    return [sharding_constraint_p.bind(ct, **params)]
+
+
+def _batch(axis_data: batching.AxisData, args: Sequence[Any], dims: Sequence[int | None], *,
+           sharding: Any, unconstrained_dims: frozenset[int]) -> tuple[Any, int | None]:
+    (x,), (d,) = args, dims
+    if d is None:
+        return sharding_constraint_p.bind(x, sharding=sharding,
+                                          unconstrained_dims=unconstrained_dims), None
+    ndim = get_aval(x).ndim - 1
+    new = batch_sharding(sharding, d, ndim, axis_data.spmd_name)
+    dims_after = frozenset(u + 1 if u >= d else u for u in unconstrained_dims)
+    return sharding_constraint_p.bind(x, sharding=new, unconstrained_dims=dims_after), d
+
+
+sharding_constraint_p.def_abstract_eval(_abstract_eval)
+sharding_constraint_p.def_impl(_impl)
+ad.primitive_jvps[sharding_constraint_p] = _jvp
+ad.primitive_transposes[sharding_constraint_p] = _transpose
+batching.fancy_primitive_batchers[sharding_constraint_p] = _batch
+
+
+def _unconstrained(sharding: Any) -> frozenset[int]:
+    from lamina_interpreters_pxla.sharding import UNCONSTRAINED, NamedSharding
+    if not isinstance(sharding, NamedSharding):
+        return frozenset()
+    return frozenset(i for i, p in enumerate(sharding.spec) if p is UNCONSTRAINED)
+
+
+def bind_constraint(x: Any, sharding: Any, where: str) -> Any:
+    """Binds the constraint on one value (``where`` names it in errors)."""
+    aval = x.aval if isinstance(x, Tracer) else get_aval(x)
+    _check_rank(sharding, aval, where)
+    return sharding_constraint_p.bind(x, sharding=sharding,
+                                      unconstrained_dims=_unconstrained(sharding))
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """Constrains every leaf of the pytree ``x`` to the sharding of the
+    matching leaf of ``shardings`` (a pytree prefix of ``x`` whose leaves are
+    lamina shardings, or ``PartitionSpec``s inside ``with mesh:``; a ``None``
+    leaf leaves that part unconstrained). Returns ``x`` unchanged in value."""
+    pairs, treedef = tu.tree_flatten_with_path(x)
+    specs = api_util.flatten_axes("with_sharding_constraint shardings", treedef, shardings)
+    outs = []
+    for (path, leaf), spec in zip(pairs, specs):
+        where = f"with_sharding_constraint: argument x{tu.keystr(path)}"
+        sharding = resolve_leaf(canonicalize_leaf(spec, where=where), where=where)
+        if spec is None:
+            outs.append(leaf)
+            continue
+        outs.append(bind_constraint(leaf, sharding, where))
+    return tu.tree_unflatten(treedef, outs)

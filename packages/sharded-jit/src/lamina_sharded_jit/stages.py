@@ -1,0 +1,260 @@
+"""jit's ahead-of-time stages: ``Traced`` -> ``Lowered`` -> ``Compiled``.
+
+These extend the runtime's stage classes (shared with ``pmap``) with what
+jit adds, following JAX:
+
+- ``args_info`` and ``out_info`` are pytrees in the structure of the
+  arguments ``(args, kwargs)`` and of the output, each leaf an ``ArgInfo``
+  (type, name such as ``y['hi']``, donation, sharding) or ``OutInfo``;
+  ``flat_args_info``/``flat_out_info`` give the flat tuples;
+- :meth:`JitTraced.lower` takes ``lowering_platforms`` (any known platform,
+  on any host: ``('tpu',)`` or ``('cpu', 'cuda')`` on a CPU machine);
+- :class:`JitLowered` has ``as_text(dialect=None, debug_info=False)``,
+  ``compiler_ir``, ``compile(compiler_options=None)``, ``cost_analysis`` and
+  :meth:`~JitLowered.export`, and carries the function name, the jaxpr and
+  the lowering platforms; compiling a module lowered for platforms this host
+  does not have is a clear error;
+- :class:`JitCompiled` is called with the dynamic arguments in the same
+  pytree structure; a different structure or argument type is an error
+  naming the argument by path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lamina_interpreters_pxla.stages import ArgInfo, Compiled, Lowered, OutInfo, Traced
+from lamina_linear_util import tree_util as tu
+from lamina_mlir_lowering import module_to_text
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.core import Tracer
+
+from lamina_sharded_jit.execution import (
+    CompiledProgram,
+    LoweredProgram,
+    compile_program,
+    lower_program,
+    placed_shardings,
+)
+from lamina_sharded_jit.shardings import is_unspecified
+
+if TYPE_CHECKING:
+    from lamina_sharded_jit.api import JitInfo, PjitParams
+
+__all__ = ["JitTraced", "JitLowered", "JitCompiled", "make_traced"]
+
+
+def _none_if_unspecified(s: Any) -> Any:
+    return None if is_unspecified(s) else s
+
+
+class JitTraced(Traced):
+    """``jit(f).trace(*args)``: the jaxpr and what the call looked like."""
+
+    def __init__(self, info: JitInfo, p: PjitParams, placed: tuple[Any, ...], committed: bool):
+        self._info = info
+        self._p = p
+        self._placed = placed
+        self._committed = committed
+        dbg = p.jaxpr.jaxpr.debug_info
+        paths = dbg.result_paths if dbg is not None else (None,) * len(p.jaxpr.out_avals)
+        args_info = [ArgInfo(aval, donated, name, _none_if_unspecified(s))
+                     for aval, donated, name, s in zip(p.in_avals, p.donated_invars,
+                                                       p.arg_names, placed)]
+        out_info = [OutInfo(aval, path, _none_if_unspecified(s))
+                    for aval, path, s in zip(p.jaxpr.out_avals, paths, p.out_shardings)]
+        super().__init__(p.jaxpr, fun_name=info.fun_name, in_tree=p.in_tree,
+                         out_tree=p.out_tree, args_info=args_info, out_info=out_info,
+                         lower_fn=self._lower_for)
+
+    # pytree views (the base class keeps flat tuples)
+    @property
+    def args_info(self) -> Any:
+        return tu.tree_unflatten(self.in_tree, self.flat_args_info)
+
+    @args_info.setter
+    def args_info(self, value: Sequence[ArgInfo]) -> None:
+        self.flat_args_info = tuple(value)
+
+    @property
+    def out_info(self) -> Any:
+        return tu.tree_unflatten(self.out_tree, self.flat_out_info)
+
+    @out_info.setter
+    def out_info(self, value: Sequence[OutInfo]) -> None:
+        self.flat_out_info = tuple(value)
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [a.aval for a in self.flat_args_info]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [o.aval for o in self.flat_out_info]
+
+    def _lower_for(self, platforms: tuple[str, ...] | None) -> JitLowered:
+        p = self._p
+        program = lower_program(
+            p.jaxpr, in_shardings=self._placed, out_shardings=p.out_shardings,
+            donated_invars=p.donated_invars, name=self._info.fun_name,
+            keep_unused=self._info.keep_unused,
+            compiler_options_kvs=self._info.compiler_options_kvs, platforms=platforms,
+            committed=self._committed)
+        return JitLowered(program, self)
+
+
+class JitLowered(Lowered):
+    """A lowered module of a jitted function (see the module docstring)."""
+
+    def __init__(self, program: LoweredProgram, traced: JitTraced):
+        self.program = program
+        self._traced = traced
+        lowering = program.lowering
+        super().__init__(
+            lowering, fun_name=program.fun_name, jaxpr=program.jaxpr,
+            platforms=program.platforms, in_tree=traced.in_tree, out_tree=traced.out_tree,
+            args_info=traced.flat_args_info, out_info=traced.flat_out_info,
+            devices=program.devices, in_shardings=list(program.in_shardings),
+            out_shardings=list(program.out_shardings))
+
+    @property
+    def args_info(self) -> Any:
+        return tu.tree_unflatten(self.in_tree, self.flat_args_info)
+
+    @args_info.setter
+    def args_info(self, value: Sequence[ArgInfo]) -> None:
+        self.flat_args_info = tuple(value)
+
+    @property
+    def out_info(self) -> Any:
+        return tu.tree_unflatten(self.out_tree, self.flat_out_info)
+
+    @out_info.setter
+    def out_info(self, value: Sequence[OutInfo]) -> None:
+        self.flat_out_info = tuple(value)
+
+    @property
+    def module_name(self) -> str:
+        return str(self.program.lowering.module_name)
+
+    def as_text(self, dialect: str | None = None, *,
+                debug_info: bool = False) -> str:
+        """The module's StableHLO text; ``debug_info=True`` adds the
+        locations (argument names, source lines)."""
+        _check_dialect(dialect)
+        return str(module_to_text(self.program.lowering.module, debug_info=debug_info))
+
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        _check_dialect(dialect)
+        return self.program.lowering.module
+
+    def compile(self, compiler_options: dict[str, Any] | None = None
+                ) -> JitCompiled:
+        """Compiles for this host's devices (an error for a module lowered for
+        other platforms). ``compiler_options`` are XLA options by name."""
+        program = self.program
+        if compiler_options:
+            kvs = tuple(sorted({**dict(program.compiler_options_kvs),
+                                **compiler_options}.items()))
+            program = dataclasses.replace(program, compiler_options_kvs=kvs, compiled=None)
+        return JitCompiled(compile_program(program), self._traced)
+
+    def export(self) -> Any:
+        """The serializable ``Exported`` form of this lowering (see
+        :mod:`lamina_sharded_jit.export`)."""
+        from lamina_sharded_jit.export import exported_from_lowered
+        return exported_from_lowered(self)
+
+    def __repr__(self) -> str:
+        return f"Lowered({self.fun_name}, platforms={self.platforms})"
+
+
+def _check_dialect(dialect: str | None) -> None:
+    if dialect not in (None, "stablehlo"):
+        raise ValueError(f"unknown dialect {dialect!r}: lamina lowers to 'stablehlo'")
+
+
+class JitCompiled(Compiled):
+    """A compiled jitted function, callable with its dynamic arguments."""
+
+    def __init__(self, compiled: CompiledProgram, traced: JitTraced):
+        self.program = compiled
+        self._traced = traced
+        super().__init__(compiled.executable, in_tree=traced.in_tree, out_tree=traced.out_tree,
+                         args_info=traced.flat_args_info, fun_name=traced.fun_name)
+
+    @property
+    def args_info(self) -> Any:
+        return tu.tree_unflatten(self.in_tree, self.flat_args_info)
+
+    @args_info.setter
+    def args_info(self, value: Sequence[ArgInfo]) -> None:
+        self.flat_args_info = tuple(value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        flat, tree = tu.tree_flatten((args, kwargs))
+        if tree != self.in_tree:
+            raise TypeError(structure_mismatch_message(self.in_tree, (args, kwargs)))
+        _check_arg_types(self.flat_args_info, flat)
+        return tu.tree_unflatten(self.out_tree, self.executable.call(*flat))
+
+
+def _aval_of(x: Any) -> ShapedArray | None:
+    if isinstance(x, Tracer):
+        return x.aval
+    try:
+        return get_aval(x)
+    except TypeError:
+        return None
+
+
+def _check_arg_types(infos: Sequence[ArgInfo], flat: Sequence[Any]) -> None:
+    mismatches = []
+    for i, (info, x) in enumerate(zip(infos, flat)):
+        aval = _aval_of(x)
+        if aval is None or aval.shape != info.aval.shape or aval.dtype != info.aval.dtype:
+            name = info.name or f"#{i}"
+            got = "an invalid array" if aval is None else \
+                f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+            mismatches.append(f"Argument '{name}' compiled with {info.aval.dtype.name}"
+                              f"[{','.join(map(str, info.aval.shape))}] and called with {got}")
+    if mismatches:
+        raise TypeError("Argument types differ from the types for which this computation was "
+                        "compiled. The mismatches are:\n" + "\n".join(mismatches))
+
+
+def structure_mismatch_message(expected_tree: Any, given: Any) -> str:
+    """Names where a call's argument pytree differs from the compiled one."""
+    from lamina_tracing_core.control_flow.common import structure_differences
+    expected = tu.tree_unflatten(expected_tree, [0] * expected_tree.num_leaves)
+    leafy = tu.tree_map(lambda _: 0, given)
+    diffs = structure_differences(expected, leafy)
+    lines = []
+    for path, seen, now, why in diffs[:5]:
+        where = _path_str(path)
+        lines.append(f"    * at {where}, seen {seen} but now given {now}, so {why}")
+    if not lines:
+        lines.append(f"    * compiled for {expected_tree}, called with {tu.tree_structure(given)}")
+    return ("Function compiled with input pytree does not match the input pytree it was "
+            f"called with. There are {len(diffs) or 1} mismatches, including:\n"
+            + "\n".join(lines))
+
+
+def _path_str(path: Sequence[Any]) -> str:
+    """``args[0]['a']`` / ``kwargs['z']`` from a key path into ``(args, kwargs)``."""
+    if not path:
+        return "the arguments"
+    head, rest = path[0], tuple(path[1:])
+    root = "args" if getattr(head, "idx", 0) == 0 else "kwargs"
+    return root + tu.keystr(rest)
+
+
+def make_traced(info: JitInfo, p: PjitParams) -> JitTraced:
+    """The ``Traced`` stage of one call's inferred params."""
+    if p.consts:
+        raise ValueError(f"{info.api_name}({info.fun_name}).trace: the function closes over "
+                         "values of an enclosing transformation")
+    placed, committed = placed_shardings(p.args_flat, p.in_shardings, p.jaxpr, info.fun_name)
+    return JitTraced(info, p, placed, committed)
