@@ -25,27 +25,31 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
 from lamina_interpreters_pxla.sharding import ShardingError, single_device_sharding
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import annotate, wrap_init
 from lamina_tracing_core import api as tc_api
-from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core import core
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import EvalTrace, Tracer
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 
-from lamina_sharded_jit.dispatch import MISS, FastEntry, at_top_level, canonical_aval
+from lamina_sharded_jit import settings as _settings
+from lamina_sharded_jit.dispatch import (
+    MISS,
+    FastEntry,
+    at_top_level,
+    canonical_aval,
+    host_or_array,
+)
 from lamina_sharded_jit.execution import CompiledProgram, pjit_call
 from lamina_sharded_jit.primitive import pjit_p
-from lamina_sharded_jit import settings as _settings
 from lamina_sharded_jit.shardings import (
     UNSPECIFIED,
     canonicalize_leaf,
@@ -458,7 +462,6 @@ class Jitted:
         return tu.tree_unflatten(p.out_tree, outs)
 
     def _remember(self, p: PjitParams, compiled: CompiledProgram) -> None:
-        from lamina_sharded_jit.dispatch import host_or_array
         if not all(host_or_array(x) for x in p.args_flat):
             return
         committed: list[bool | None] = [
@@ -580,5 +583,3 @@ def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         device=None, backend=None, inline=False, compiler_options=None)).eval_shape(
             *args, **kwargs)
 
-
-_ = (np, operator)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lamina_interpreters_pxla.array import Array
-from lamina_interpreters_pxla.backends import default_device, local_devices
+from lamina_interpreters_pxla.backends import default_device
+from lamina_interpreters_pxla.backends import devices as devices_of
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
     CompileError,
@@ -284,7 +285,7 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
             "(Lowered.export()) and call it where it runs")
     devices = list(program.devices)
     n = len(devices)
-    available = local_devices()
+    available = devices_of(devices[0].client)  # every process's: a mesh may span them
     if n > len(available):
         raise CompileError(f"jit({program.fun_name}) needs {n} devices, but only "
                            f"{len(available)} are available")

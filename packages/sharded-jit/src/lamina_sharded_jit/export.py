@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 from lamina_interpreters_pxla._jaxlib import xc
-from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.backends import local_devices
 from lamina_interpreters_pxla.executable import BuildOptions, Executable, compile_module
 from lamina_interpreters_pxla.sharding import GSPMDSharding, single_device_sharding
@@ -253,5 +252,3 @@ def deserialize(blob: bytes | bytearray) -> Exported:
         module_kept_var_idx=tuple(header["kept"]), nr_devices=int(header["nr_devices"]),
         platforms=tuple(header["platforms"]), mlir_module_serialized=module)
 
-
-_ = Array

@@ -34,7 +34,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from lamina_interpreters_pxla.backends import local_devices
+from lamina_interpreters_pxla.backends import distributed_settings, local_devices, process_count
+from lamina_interpreters_pxla.multihost import (
+    global_array_to_host_local_array,
+    host_local_array_to_global_array,
+    local_tile_counts,
+    process_major_devices,
+)
 from lamina_interpreters_pxla.sharding import Mesh, NamedSharding, single_device_sharding
 from lamina_interpreters_pxla.sharding import PartitionSpec as AxisSpec
 from lamina_linear_util import api_util
@@ -120,6 +126,12 @@ register_context_part(_scope_key)
 
 # --- partition counts to shardings -------------------------------------------------------------
 def _mesh_for(num_partitions: int, fun_name: str) -> Mesh:
+    processes = process_count()
+    if processes > 1 and num_partitions > 1:  # n/processes devices each, process-major
+        if num_partitions % processes:
+            raise ValueError(f"sharded_jit({fun_name}): {num_partitions} partitions cannot be "
+                             f"spread evenly over {processes} processes")
+        return factor_mesh(process_major_devices(num_partitions // processes))
     devices = local_devices()
     if num_partitions > len(devices):
         raise ValueError(f"sharded_jit computation requires {num_partitions} devices, but only "
@@ -211,8 +223,10 @@ class ShardedJitted:
     """What ``sharded_jit(fun, ...)`` returns (call it with positional arguments)."""
 
     def __init__(self, fun: Callable[..., Any], in_parts: Any, out_parts: Any,
-                 num_partitions: int | None, static_argnums: tuple[int, ...]):
+                 num_partitions: int | None, static_argnums: tuple[int, ...],
+                 local_parts: tuple[Any, Any] = (None, None)):
         self._fun = fun
+        self._local_in_parts, self._local_out_parts = local_parts
         self._name = api_util.fun_name(fun)
         self._in_parts = in_parts
         self._out_parts = out_parts
@@ -220,6 +234,7 @@ class ShardedJitted:
         specs = _spec_leaves(in_parts, "in_parts") + _spec_leaves(out_parts, "out_parts")
         self._num_partitions = _agreed_count(specs, num_partitions, self._name)
         self._jits: dict[tuple[int, int], Jitted] = {}
+        self._layouts: dict[tuple[int, int], tuple[Mesh, Any, Any]] = {}
         self._probed: dict[Any, int] = {}
         functools.update_wrapper(self, fun, updated=())
 
@@ -230,7 +245,45 @@ class ShardedJitted:
         n = self._num_partitions
         if n is None:
             n = self._probe(args)
-        return self._jit_for(n, len(args))(*args)
+        jitted = self._jit_for(n, len(args))
+        layout = self._layouts[(n, len(args))]
+        if not layout[0].is_multi_process:
+            return jitted(*args)
+        return self._call_across_processes(jitted, layout, args)
+
+    def _call_across_processes(self, jitted: Jitted, layout: tuple[Mesh, Any, Any],
+                               args: tuple[Any, ...]) -> Any:
+        """Process-local arguments in, process-local results out: the local
+        arrays are this process's blocks of the global ones (``local_*_parts``)."""
+        mesh, in_shardings, out_shardings = layout
+        in_specs = tu.tree_map(lambda s: s.spec, in_shardings)
+        out_specs = tu.tree_map(lambda s: s.spec, out_shardings)
+        static = {i % len(args) for i in self._static_argnums}
+        dynamic = [a for i, a in enumerate(args) if i not in static]
+        self._check_local_parts(mesh, in_specs, self._local_in_parts, dynamic, "in")
+        global_args = iter(host_local_array_to_global_array(tuple(dynamic), mesh, in_specs))
+        outs = jitted(*[a if i in static else next(global_args) for i, a in enumerate(args)])
+        local = global_array_to_host_local_array(outs, mesh, out_specs)
+        self._check_local_parts(mesh, out_specs, self._local_out_parts, local, "out")
+        return local
+
+    def _check_local_parts(self, mesh: Mesh, specs: Any, local_parts: Any, values: Any,
+                           what: str) -> None:
+        if local_parts is None:
+            return
+        wanted = tu.none_leaf_registry.flatten(local_parts)[0]
+        spec_leaves = tu.none_leaf_registry.flatten(specs, lambda s: isinstance(s, AxisSpec))[0]
+        ndims = [get_aval(v).ndim for v in tu.tree_leaves(values)]
+        if len(wanted) != len(spec_leaves) or len(spec_leaves) != len(ndims):
+            return  # prefix trees: checked per leaf only when they line up one to one
+        for i, (want, spec, ndim) in enumerate(zip(wanted, spec_leaves, ndims)):
+            have = local_tile_counts(mesh, spec, ndim)
+            expected = tuple(want) if want is not None else (1,) * ndim
+            if have != expected:
+                raise ValueError(
+                    f"sharded_jit({self._name}): local_{what}_parts entry {i} is {want!r}, but "
+                    f"{what}_parts partitions this process's block as {have} (every process "
+                    "holds a contiguous block of the global partitioning)")
 
     def lower(self, *args: Any) -> Any:
         n = self._num_partitions if self._num_partitions is not None else self._probe(args)
@@ -271,6 +324,7 @@ class ShardedJitted:
         scoped = self._scoped(lambda: _Scope(n, mesh, self._name))
         jitted: Jitted = jit(scoped, in_shardings=in_shardings, out_shardings=out_shardings,
                              static_argnums=self._static_argnums or None)
+        self._layouts[key] = (mesh, in_shardings, out_shardings)
         self._jits[key] = jitted
         return jitted
 
@@ -319,10 +373,17 @@ def sharded_jit(fun: Callable[..., Any], in_parts: Any, out_parts: Any,
     module docstring). ``static_argnums`` are compile-time constants."""
     api_util.check_callable(fun)
     name = api_util.fun_name(fun)
+    # the run's size without creating a backend (decorating must not create one)
+    settings = distributed_settings()
+    processes = 1 if settings is None else settings.num_processes
+    if processes > 1 and local_num_partitions is not None and num_partitions is not None \
+            and local_num_partitions * processes != num_partitions:
+        raise ValueError(f"sharded_jit({name}): local_num_partitions={local_num_partitions} "
+                         f"x {processes} processes != num_partitions={num_partitions}")
     for local, glob, what in ((local_in_parts, in_parts, "in_parts"),
                               (local_out_parts, out_parts, "out_parts"),
                               (local_num_partitions, num_partitions, "num_partitions")):
-        if local is not None and local != glob:
+        if processes == 1 and local is not None and local != glob:
             raise ValueError(f"sharded_jit({name}): local_{what}={local!r} differs from "
                              f"{what}={glob!r}; in a single process the local view is the "
                              "global one")
@@ -332,7 +393,8 @@ def sharded_jit(fun: Callable[..., Any], in_parts: Any, out_parts: Any,
         raise TypeError(f"sharded_jit({name}): num_partitions must be a positive int, got "
                         f"{num_partitions!r}")
     statics = api_util.ensure_index_tuple(static_argnums, what="static_argnums")
-    return ShardedJitted(fun, in_parts, out_parts, num_partitions, statics)
+    return ShardedJitted(fun, in_parts, out_parts, num_partitions, statics,
+                         (local_in_parts, local_out_parts))
 
 
 def with_sharding_constraint(x: Any, partitions: PartitionSpec | None) -> Any:

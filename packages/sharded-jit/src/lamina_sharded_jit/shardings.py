@@ -20,7 +20,6 @@ Errors name the arguments concerned by path (``y['hi']``).
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -293,10 +292,3 @@ def shard_label(kind: str, name: str | None, index: int) -> str:
     """``argument y['hi']`` / ``argument #3`` for messages."""
     return f"{kind} {name}" if name else f"{kind} #{index}"
 
-
-def describe_devices(devices: Sequence[Any]) -> str:
-    return f"{len(devices)} {devices[0].platform} device" + ("s" if len(devices) > 1 else "")
-
-
-def mesh_size(mesh: Mesh) -> int:
-    return int(math.prod(mesh.axis_sizes))
