@@ -173,7 +173,7 @@ def describe_lowering(step: Any, params: Params, x: np.ndarray, y: np.ndarray) -
     if signature:
         for arg in re.split(r",\s*(?=%arg\d+:)", signature.group(1)):
             name = re.search(r'jax\.arg_info = "([^"]*)"', arg)
-            sharding = re.search(r"sdy\.sharding = ([^}]*\]>)", arg) or re.search(
+            sharding = re.search(r"sdy\.sharding = (#sdy\.sharding<[^>]*>)", arg) or re.search(
                 r'mhlo\.sharding = "([^"]*)"', arg)
             arg_type = re.search(r"tensor<[^>]*>", arg)
             lines.append(f"  {name.group(1) if name else '?':28s} "

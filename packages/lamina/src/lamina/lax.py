@@ -12,4 +12,7 @@ from lamina_tracing_core.control_flow import map as map  # noqa: A004
 from lamina_tracing_core.lax import *  # noqa: F401,F403
 from lamina_tracing_core.lax.collectives import pmean as pmean
 
-__all__ = ["cond", "fori_loop", "map", "pmean", "scan", "switch", "while_loop"]
+from lamina_sharded_jit import with_sharding_constraint
+
+__all__ = ["cond", "fori_loop", "map", "pmean", "scan", "switch", "while_loop",
+           "with_sharding_constraint"]
