@@ -128,9 +128,6 @@ def test_leaked_tracer_from_grad_is_unexpected_tracer_error():
     assert "leaky" in str(info.value) or "<lambda>" in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tracing-core errors.UnexpectedTracerError derives from Exception only; in JAX 0.10 it is "
-    "a TypeError (via JAXTypeError), so `except TypeError` code written for JAX misses it"))
 def test_unexpected_tracer_error_is_a_type_error_as_in_jax():
     assert issubclass(UnexpectedTracerError, TypeError)
 

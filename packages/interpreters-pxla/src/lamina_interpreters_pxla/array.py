@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from lamina_interpreters_pxla._jaxlib import ArrayImpl, ArrayImplClass, Device, _jax
+from lamina_interpreters_pxla._jaxlib import (
+    ArrayImpl,
+    ArrayImplClass,
+    Device,
+    JaxRuntimeError,
+    _jax,
+)
 from lamina_interpreters_pxla.sharding import (
     Index,
     SingleDeviceSharding,
@@ -218,8 +224,11 @@ class Array(_ArrayMethodsBase):
 
     # --- lifetime -----------------------------------------------------------
     def block_until_ready(self) -> Array:
-        self._check_if_deleted()
-        self._arr.block_until_ready()
+        try:
+            self._arr.block_until_ready()
+        except JaxRuntimeError:
+            self._check_if_deleted()  # names the deleted array; else re-raise
+            raise
         return self
 
     def is_ready(self) -> bool:

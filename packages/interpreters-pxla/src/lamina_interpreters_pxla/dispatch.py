@@ -96,8 +96,8 @@ class _Entry:
     call: the result handlers are built, and what each argument needs was
     decided from the signature, which the cache key guarantees."""
 
-    __slots__ = ("name", "executable", "loaded", "handlers", "plans", "kinds",
-                 "all_in_place", "multiple_results", "keepalive")
+    __slots__ = ("name", "executable", "loaded", "handlers", "plans", "kinds", "shardings",
+                 "simple", "scalars", "multiple_results", "keepalive")
 
     def __init__(self, prim: Primitive, executable: Executable, plans: list[_ArgPlan],
                  kinds: list[int], keepalive: Any):
@@ -106,17 +106,29 @@ class _Entry:
         self.loaded = executable.loaded
         self.handlers = executable._handlers
         self.plans = plans
-        self.kinds = kinds
-        self.all_in_place = all(k == _IN_PLACE for k in kinds)
+        self.kinds = tuple(kinds)
+        self.shardings = tuple(p.sharding for p in plans)
+        #: every argument is an Array in place or a scalar: the fast path
+        self.simple = all(k in (_IN_PLACE, _SCALAR) for k in kinds)
+        #: per argument position: the device buffers of the scalars seen there
+        self.scalars: list[dict[Any, ArrayImpl]] = [{} for _ in kinds]
         self.multiple_results = prim.multiple_results
         self.keepalive = keepalive  # objects whose id() is part of the cache key
 
     def run(self, args: Sequence[Any]) -> Any:
-        if self.all_in_place and not _custom_layouts:
-            impls = [x._arr for x in args]
-            for impl in impls:
-                if impl.is_deleted():
-                    return self._raise_deleted(impls)
+        impls: list[ArrayImpl] | None = None
+        if self.simple and not _custom_layouts:
+            impls = []
+            for i, kind in enumerate(self.kinds):
+                x = args[i]
+                if kind == _IN_PLACE:
+                    impl = x._arr
+                    if impl.is_deleted():
+                        raise DeletedArrayError(deleted_message(
+                            impl, f"{self.name}: argument {i}"))
+                    impls.append(impl)
+                else:
+                    impls.append(self._scalar(i, x))
         else:
             impls = self._prepare(args)
         try:
@@ -128,11 +140,32 @@ class _Entry:
             return [Array(o) for o in outs]
         return Array(outs[0])
 
-    def _raise_deleted(self, impls: list[ArrayImpl]) -> Any:
-        for i, impl in enumerate(impls):
-            if impl.is_deleted():
-                raise DeletedArrayError(deleted_message(impl, f"{self.name}: argument {i}"))
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _scalar(self, i: int, x: Any) -> ArrayImpl:
+        """A device buffer holding scalar ``x`` (argument ``i``): eager code
+        mixes arrays with the same few constants (``x + 1``); device data is
+        immutable and eager programs never donate, so one buffer serves every
+        call with that value."""
+        cache = self.scalars[i]
+        t = type(x)
+        if t is np.ndarray:
+            key: Any = (x.dtype, x.tobytes())
+        elif t is float:
+            key = x.hex()  # tells 0.0 from -0.0, keys NaNs
+        elif t is complex:
+            key = (x.real.hex(), x.imag.hex())
+        elif t is int or t is bool:
+            key = (t, x)
+        else:  # numpy scalars, 0-d array-likes
+            value = np.asarray(x)
+            key = (t, value.dtype, value.tobytes())
+        impl = cache.get(key)
+        if impl is None or impl.is_deleted():
+            impl = put_host_value(x, self.shardings[i], committed=False, what=self.name,
+                                  name=str(i))
+            if len(cache) >= _SCALARS_PER_ARGUMENT:
+                cache.clear()
+            cache[key] = impl
+        return impl
 
     def _prepare(self, args: Sequence[Any]) -> list[ArrayImpl]:
         """The program's arguments for any mix of kinds (the general path)."""
@@ -141,7 +174,7 @@ class _Entry:
         name = self.name
         for i, (x, kind, plan) in enumerate(zip(args, self.kinds, self.plans)):
             if kind == _SCALAR:
-                impls.append(_scalar_on(x, plan.sharding))
+                impls.append(self._scalar(i, x))
                 continue
             if kind == _HOST:
                 impls.append(put_host_value(x, plan.sharding, committed=False,
@@ -163,6 +196,10 @@ class _Entry:
         return impls
 
 
+#: distinct scalar values cached per argument position of an entry
+_SCALARS_PER_ARGUMENT = 64
+
+
 _CACHE_SIZE = 4096
 _cache: collections.OrderedDict[Hashable, _Entry] = collections.OrderedDict()
 _cache_lock = threading.Lock()
@@ -177,7 +214,6 @@ def cache_info() -> dict[str, int]:
 def clear_cache() -> None:
     with _cache_lock:
         _cache.clear()
-    _scalars.clear()
 
 
 # --- keys ------------------------------------------------------------------------------
@@ -232,6 +268,7 @@ def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
     the placement and the compiled program depend on.
     """
     parts: list[Any] = [prim, tuple(params.items()), _x64.enabled]
+    k: Hashable
     for x in args:
         if type(x) is Array:
             k = x._dispatch_key
@@ -431,39 +468,6 @@ def _output_shardings(loaded: Any, devices: list[Device], out_avals: list[Shaped
         named = named_sharding_from_hlo(lead.mesh, s._to_xla_hlo_sharding(aval.ndim), aval.ndim)
         out.append(named if named is not None else s)
     return out
-
-
-# --- scalars -----------------------------------------------------------------------------
-#: (type, value, sharding) -> a device buffer holding that scalar (Python,
-#: numpy, or a 0-d array). Eager code mixes arrays with the same few constants
-#: (``x + 1``); device data is immutable and eager programs never donate, so
-#: one buffer serves every call.
-_scalars: collections.OrderedDict[tuple[Any, ...], ArrayImpl] = collections.OrderedDict()
-_SCALAR_CACHE_SIZE = 1024
-
-
-def _exact(x: Any) -> Any:
-    """A key telling apart scalars ``==`` confuses (``0.0`` and ``-0.0``; NaNs)
-    and numpy scalars of different dtypes."""
-    t = type(x)
-    if t is float:
-        return x.hex()
-    if t is complex:
-        return (x.real.hex(), x.imag.hex())
-    if t is np.ndarray or isinstance(x, np.generic):
-        return (x.dtype, x.tobytes())
-    return x
-
-
-def _scalar_on(x: Any, sharding: Any) -> ArrayImpl:
-    key = (type(x), _exact(x), sharding, dtypes.x64_state.enabled)
-    impl = _scalars.get(key)
-    if impl is None or impl.is_deleted():
-        impl = put_host_value(x, sharding, committed=False)
-        _scalars[key] = impl
-        if len(_scalars) > _SCALAR_CACHE_SIZE:
-            _scalars.popitem(last=False)
-    return impl
 
 
 # --- registration ----------------------------------------------------------------------

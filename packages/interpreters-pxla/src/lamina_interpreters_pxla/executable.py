@@ -308,7 +308,8 @@ class Executable:
                                            for p in pending])
             for (pos, _, _), impl in zip(pending, placed):
                 impls[pos] = impl
-        self._check_donations(impls)
+        if self._any_donated:
+            self._check_donations(impls)
         return impls
 
     def _accepts(self, i: int, impl: ArrayImpl) -> bool:

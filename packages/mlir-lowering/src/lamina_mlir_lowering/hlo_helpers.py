@@ -42,7 +42,7 @@ def make_op(name: str, result_types: Sequence[ir.Type], operands: Sequence[Value
 def broadcast_in_dim(result_type: ir.Type, x: Value, dims: Sequence[int]) -> Value:
     """``stablehlo.broadcast_in_dim`` of ``x`` to ``result_type`` (``dims``:
     where ``x``'s dimensions go)."""
-    attrs = {"broadcast_dimensions": type_cache().i64_array(dims)}
+    attrs: dict[str, ir.Attribute] = {"broadcast_dimensions": type_cache().i64_array(dims)}
     return make_op("stablehlo.broadcast_in_dim", [result_type], [x], attrs).result
 
 

@@ -171,7 +171,7 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Value],
             f"jaxpr_subcomp: got {len(consts)} consts and {len(args)} args for a jaxpr "
             f"with {len(jaxpr.constvars)} constvars and {len(jaxpr.invars)} invars")
     env = _Env(mctx.types)
-    values = env.values
+    values: dict[Any, Value] = env.values
     for v, x in zip(jaxpr.constvars, consts):
         values[v] = x
     for v, x in zip(jaxpr.invars, args):
@@ -198,14 +198,21 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Value],
             source_info, name_stack, platforms, platform_index, axis_context, loc, eqn)
         with loc:
             try:
-                operands = [read(v) if type(v) is Literal else values[cast(Var, v)]
-                            for v in invars]
+                operands = [read(v) if type(v) is Literal else values[v] for v in invars]
             except KeyError as e:
                 raise LoweringError(f"{ctx.where()} reads {e.args[0]!r} before it is "
                                     f"defined") from None
             common = resolved[0]
             if common is not None:
-                outs = _call_rule(ctx, common, operands, eqn.params)
+                # _call_rule, inlined: this loop runs once per equation
+                try:
+                    outs = common(ctx, *operands, **eqn.params)
+                except LoweringError:
+                    raise
+                except Exception as e:
+                    raise _rule_failed(ctx, e) from e
+                if type(outs) is not list and not isinstance(outs, (list, tuple)):
+                    raise _not_a_sequence(ctx, outs)
             else:
                 outs = _apply_rules(ctx, resolved[1], operands, eqn.params)
         if len(outs) != len(outvars):
@@ -237,14 +244,20 @@ def _call_rule(ctx: LoweringRuleContext, rule: LoweringRule, operands: list[Valu
     except LoweringError:
         raise
     except Exception as e:
-        raise LoweringError(
-            f"lowering {ctx.where()} for platform {ctx.platform!r} failed: "
-            f"{type(e).__name__}: {e}") from e
+        raise _rule_failed(ctx, e) from e
     if not isinstance(outs, (list, tuple)):
-        raise LoweringError(
-            f"the lowering rule of {ctx.where()} returned {type(outs).__name__}, "
-            f"not a sequence of ir.Value")
+        raise _not_a_sequence(ctx, outs)
     return outs
+
+
+def _rule_failed(ctx: LoweringRuleContext, e: Exception) -> LoweringError:
+    return LoweringError(f"lowering {ctx.where()} for platform {ctx.platform!r} failed: "
+                         f"{type(e).__name__}: {e}")
+
+
+def _not_a_sequence(ctx: LoweringRuleContext, outs: Any) -> LoweringError:
+    return LoweringError(f"the lowering rule of {ctx.where()} returned "
+                         f"{type(outs).__name__}, not a sequence of ir.Value")
 
 
 def _lower_per_platform(ctx: LoweringRuleContext, rules: list[LoweringRule],

@@ -177,12 +177,22 @@ class TypeCache:
 _caches: weakref.WeakKeyDictionary[ir.Context, TypeCache] = weakref.WeakKeyDictionary()
 
 
+#: The last (context, cache) pair handed out: rules ask for the current
+#: context's cache once per op, nearly always for the same context.
+_last: tuple[weakref.ref[ir.Context], TypeCache] | None = None
+
+
 def type_cache(context: ir.Context | None = None) -> TypeCache:
     """The ``TypeCache`` of ``context`` (default: the current context)."""
+    global _last
     ctx = ir.Context.current if context is None else context
+    last = _last
+    if last is not None and last[0]() is ctx:
+        return last[1]
     cache = _caches.get(ctx)
     if cache is None:
         cache = _caches[ctx] = TypeCache(ctx)
+    _last = (weakref.ref(ctx), cache)
     return cache
 
 

@@ -87,7 +87,7 @@ class TracerArrayConversionError(LaminaTypeError):
         super().__init__(message)
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(LaminaTypeError):
     """A tracer was used outside the transformation that created it (it leaked
     through a side effect such as a global or a closure)."""
 

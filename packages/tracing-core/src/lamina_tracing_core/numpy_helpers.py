@@ -125,7 +125,26 @@ def promote_dtypes_numeric(*args: ArrayLike) -> list[Array]:
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """NumPy's broadcast of ``shapes`` (a ValueError when incompatible)."""
-    tshapes = [tuple(s) for s in shapes]
+    if len(shapes) == 2:
+        a, b = shapes
+        if type(a) is tuple and type(b) is tuple:
+            if a == b:
+                return a
+            known = _broadcasts.get((a, b))
+            if known is None:
+                known = _broadcast_shapes([a, b])
+                if len(_broadcasts) >= 1024:
+                    _broadcasts.clear()
+                _broadcasts[(a, b)] = known
+            return known
+    return _broadcast_shapes([tuple(s) for s in shapes])
+
+
+#: (shape, shape) -> their broadcast: the binary operators' common case.
+_broadcasts: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
+
+
+def _broadcast_shapes(tshapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     if len(tshapes) == 1:
         return tshapes[0]
     if builtins.all(s == tshapes[0] for s in tshapes[1:]):
@@ -791,9 +810,22 @@ def _preferred(a: Any, preferred_element_type: Any) -> Any:
     return _dtype_of(a) if preferred_element_type is None else preferred_element_type
 
 
+_MATMUL_2D = (((1,), (0,)), ((), ()))
+
+
 def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
            preferred_element_type: Any = None) -> Array:
     """NumPy's ``matmul`` (``@``): batched matrix product with broadcast batch dims."""
+    aa, ab = _fast_aval(a), _fast_aval(b)
+    if aa is not None and ab is not None and aa.dtype == ab.dtype \
+            and aa.weak_type == ab.weak_type and len(aa.shape) == 2 and len(ab.shape) == 2:
+        # the common case: two matrices of one type
+        if aa.shape[1] != ab.shape[0]:
+            raise ValueError(f"matmul: dimension mismatch with signature (n,k),(k,m)->(n,m): "
+                             f"got {aa.shape[1]} and {ab.shape[0]}")
+        return lx.dot_general(a, b, _MATMUL_2D, precision=precision,
+                              preferred_element_type=aa.dtype if preferred_element_type
+                              is None else preferred_element_type)
     check_arraylike("matmul", a, b)
     a, b = promote_dtypes(a, b)
     a_shape, b_shape = typeof(a).shape, typeof(b).shape

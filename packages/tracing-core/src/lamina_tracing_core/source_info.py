@@ -204,10 +204,10 @@ def user_frame() -> Frame | None:
     return None
 
 
-#: (id of a code object, line) -> (the code object, name stack, SourceInfo):
-#: the SourceInfo last made for that user line under that name stack (every
-#: equation of one line shares it; holding the code object keeps its id
-#: unique while the entry lives).
+#: (id of a code object, bytecode offset) -> (the code object, name stack,
+#: SourceInfo): the SourceInfo last made for that call site under that name
+#: stack (every equation of one call site shares it; holding the code object
+#: keeps its id unique while the entry lives).
 _source_infos: dict[tuple[int, int], tuple[Any, NameStack, SourceInfo]] = {}
 _MAX_SOURCE_INFOS = 4096
 
@@ -232,12 +232,12 @@ def current_source_info() -> SourceInfo:
     name_stack = state.name_stack
     if frame is None:
         return SourceInfo(None, name_stack)
-    line = frame.f_lineno
-    key = (id(code), line)
+    # keyed by the bytecode offset: cheaper to read than the line number
+    key = (id(code), frame.f_lasti)
     known = _source_infos.get(key)
     if known is not None and known[0] is code and known[1] is name_stack:
         return known[2]
-    info = SourceInfo(Frame(code.co_filename, line, code.co_name), name_stack)
+    info = SourceInfo(Frame(code.co_filename, frame.f_lineno, code.co_name), name_stack)
     if len(_source_infos) >= _MAX_SOURCE_INFOS:
         _source_infos.clear()
     _source_infos[key] = (code, name_stack, info)

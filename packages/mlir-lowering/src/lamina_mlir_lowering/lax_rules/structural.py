@@ -40,7 +40,7 @@ def _reshape(ctx: LoweringRuleContext, x: Value, *dyn: Value,
 
 def _transpose_op(ctx: LoweringRuleContext, x: Value, result_type: Any,
                   permutation: Sequence[int]) -> Value:
-    attrs = {"permutation": ctx.module_context.types.i64_array(permutation)}
+    attrs: dict[str, Any] = {"permutation": ctx.module_context.types.i64_array(permutation)}
     return make_op("stablehlo.transpose", [result_type], [x], attrs).result
 
 

@@ -36,19 +36,17 @@ from lamina_tracing_core.lax.structural import *  # noqa: F401,F403
 
 # Rules whose results are memoized while tracing (``core.abstract_eval_cached``):
 # the first-order primitives whose abstract evaluation reads only the avals and
-# params and costs more than the memo lookup. (Unary elementwise rules are
-# cheaper than a lookup; collectives read the axis environment.)
+# params and costs more than the memo lookup. (Elementwise rules have fast
+# paths cheaper than a lookup and memoize their slow path themselves;
+# collectives read the axis environment.)
 def _register_cacheable_abstract_evals() -> None:
     from lamina_tracing_core import core as _core
     from lamina_tracing_core.primitives import Primitive as _Primitive
-    unary = elementwise.UNARY_PRIMITIVES
-    for module in (elementwise, structural, reductions, indexing, linalg, cumulative,
-                   sorting):
+    for module in (structural, reductions, indexing, linalg, cumulative, sorting):
         for value in vars(module).values():
-            if isinstance(value, _Primitive) and value not in unary \
-                    and not value.higher_order and not value.multiple_results \
-                    or value in (sorting.sort_p, sorting.top_k_p):
+            if isinstance(value, _Primitive) and not value.higher_order:
                 _core.cacheable_abstract_evals.add(value)
+    _core.cacheable_abstract_evals.update((elementwise.select_n_p, elementwise.clamp_p))
 
 
 _register_cacheable_abstract_evals()

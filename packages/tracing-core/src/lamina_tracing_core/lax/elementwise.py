@@ -73,8 +73,7 @@ class Tolerance:
 # --- primitive constructors -------------------------------------------------------
 DtypeFn = Callable[..., DType]
 
-#: The primitives ``unop`` made (their abstract evaluation is a check and at
-#: most one new aval: cheaper than memoizing it).
+#: The primitives ``unop`` made.
 UNARY_PRIMITIVES: set[Primitive] = set()
 
 
@@ -82,6 +81,7 @@ def unop(name: str, accepted: frozenset[DType], result_dtype: DtypeFn | None = N
          *, vectorized: bool = True) -> Primitive:
     """A unary elementwise primitive: same shape, dtype from ``result_dtype``."""
     prim = Primitive(name)
+    UNARY_PRIMITIVES.add(prim)
 
     if result_dtype is None:
         def abstract_eval(x: ShapedArray, **params: Any) -> ShapedArray:
@@ -97,7 +97,6 @@ def unop(name: str, accepted: frozenset[DType], result_dtype: DtypeFn | None = N
             return ShapedArray(x.shape, out_dtype(x.dtype), x.weak_type)
 
     prim.def_abstract_eval(abstract_eval)
-    UNARY_PRIMITIVES.add(prim)
     if vectorized:
         defvectorized(prim)
     return prim
@@ -109,7 +108,7 @@ def naryop(name: str, accepted: list[frozenset[DType]], result_dtype: DtypeFn | 
     prim = Primitive(name)
     arity = len(accepted)
 
-    def slow_path(avals: tuple[ShapedArray, ...], out_dtype: Any) -> ShapedArray:
+    def general_rule(avals: tuple[ShapedArray, ...], out_dtype: Any) -> ShapedArray:
         if len(avals) != arity:
             raise TypeError(f"{name} takes {arity} arguments, got {len(avals)}")
         for i, (a, acc) in enumerate(zip(avals, accepted)):
@@ -129,6 +128,23 @@ def naryop(name: str, accepted: list[frozenset[DType]], result_dtype: DtypeFn | 
         if shape == first.shape and dtype == first.dtype and weak == first.weak_type:
             return first
         return ShapedArray(shape, dtype, weak)
+
+    # The general rule, memoized (broadcasting operands of other ranks or
+    # size-1 dims; other dtypes rules): a pure function of its arguments.
+    memo: dict[tuple[Any, ...], ShapedArray] = {}
+
+    def slow_path(avals: tuple[ShapedArray, ...], out_dtype: Any) -> ShapedArray:
+        key = (avals, out_dtype, dtypes.x64_state.enabled)
+        try:
+            known = memo.get(key)
+        except TypeError:
+            return general_rule(avals, out_dtype)
+        if known is None:
+            known = general_rule(avals, out_dtype)
+            if len(memo) >= 1024:
+                memo.clear()
+            memo[key] = known
+        return known
 
     if arity == 2 and result_dtype is None and require_same:
         acc0, acc1 = accepted
