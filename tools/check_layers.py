@@ -108,11 +108,19 @@ class Package:
     import_names: tuple[str, ...]
     dependencies: tuple[str, ...]  # the requirement strings of [project] dependencies
     layer: int
+    #: requirement strings of the ``test`` extra ([project.optional-dependencies]):
+    #: what the package's own tests may import besides its dependencies
+    test_dependencies: tuple[str, ...] = ()
 
     @property
     def declared(self) -> frozenset[str]:
         """The normalized distribution names listed in [project] dependencies."""
         return frozenset(requirement_name(req) for req in self.dependencies)
+
+    @property
+    def declared_for_tests(self) -> frozenset[str]:
+        """The normalized distribution names of the ``test`` extra."""
+        return frozenset(requirement_name(req) for req in self.test_dependencies)
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,11 @@ def load_package(project_dir: Path) -> Package:
     dependencies = project.get("dependencies", [])
     if not isinstance(dependencies, list) or not all(isinstance(d, str) for d in dependencies):
         raise WorkspaceError(f"{pyproject_path}: [project] dependencies must be a list of strings")
+    extras = project.get("optional-dependencies", {})
+    test_dependencies = extras.get("test", []) if isinstance(extras, dict) else []
+    if not isinstance(test_dependencies, list) or not all(
+            isinstance(d, str) for d in test_dependencies):
+        raise WorkspaceError(f"{pyproject_path}: the test extra must be a list of strings")
     folder = project_dir.name
     if folder not in LAYER_ORDER:
         raise WorkspaceError(
@@ -188,6 +201,7 @@ def load_package(project_dir: Path) -> Package:
         import_names=import_names,
         dependencies=tuple(dependencies),
         layer=LAYER_ORDER.index(folder),
+        test_dependencies=tuple(test_dependencies),
     )
 
 
@@ -323,7 +337,9 @@ class Checker:
         if top in declared_imports:
             return None
         if in_tests:
-            if top in TEST_ALLOWED or top in local:
+            test_imports = {imp for dist in pkg.declared_for_tests
+                            for imp in dist_import_names(dist)}
+            if top in TEST_ALLOWED or top in local or top in test_imports:
                 return None
             return (f"not a dependency of {pkg.dist}, nor {', '.join(sorted(TEST_ALLOWED))}, "
                     f"nor a module of its tests folder", False)

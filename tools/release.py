@@ -479,7 +479,8 @@ def verify(workspace: Workspace, pkg: Package, keep: bool = False) -> None:
         _run([python, "-m", "pip", "install", "--quiet", "--find-links", wheelhouse, wheel], cwd=work, env=env)
         _check_installed(workspace, pkg, python, work, env)
         _check_import(pkg, python, work, env, root)
-        _run([python, "-m", "pip", "install", "--quiet", *TEST_REQUIREMENTS], cwd=work, env=env)
+        test_extra = [*TEST_REQUIREMENTS, *pkg.test_dependencies]
+        _run([python, "-m", "pip", "install", "--quiet", *test_extra], cwd=work, env=env)
         shutil.copytree(tests, work / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         (work / "pytest.ini").write_text(_pytest_ini(root), encoding="utf-8")
         _run_tests(pkg, python, work, env)

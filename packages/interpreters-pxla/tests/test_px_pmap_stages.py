@@ -117,21 +117,6 @@ def test_names_after_vmap_of_pmap() -> None:
     assert pmap_execution.recent_executables[-1].lowering.arg_names == KEPT
 
 
-def test_names_after_jit_of_pmap() -> None:
-    try:
-        from lamina_sharded_jit import jit
-    except ImportError:
-        pytest.skip("lamina_sharded_jit.jit is not there yet (the jit agent is writing it)")
-    text = jit(pmap(f)).lower(*ARGS, **KWARGS).as_text()
-    names = arg_infos(text)
-    # The names survive; whether jit also prunes the arguments only the pmap
-    # ignores is jit's choice (it needs a DCE pass through the pmap equation,
-    # whose rule is test_dce_of_a_pmap_equation_prunes_unused_inputs).
-    assert [n for n in names if n in KEPT] == list(KEPT)
-    assert set(names) <= {"x['hi']", "args[0]", *KEPT}
-    assert result_infos(text) == ["result"]
-
-
 def test_dce_rule_of_a_pmap_equation(monkeypatch: pytest.MonkeyPatch) -> None:
     from lamina_interpreters_pxla import pmap_primitive
     from lamina_interpreters_pxla.pmap import pmap_p
