@@ -114,6 +114,23 @@ def test_control_flow_bodies_are_relative_to_their_equation() -> None:
             assert {s for _, s in stacks(sub)} <= {""}, eqn.primitive.name
 
 
+def test_transformations_inside_control_flow_bodies() -> None:
+    def g(x: Any) -> Any:
+        return cond(lax.gt(x, f32(0)), tc.grad(f), lax.sin, x)
+
+    closed = tc.make_jaxpr(g)(f32(1.0))
+    [branches] = [e.params["branches"] for e in closed.eqns if e.primitive.name == "cond"]
+    in_grad = {s for b in branches for _, s in stacks(b)}
+    assert {"jvp(f)", "transpose(jvp(f))"} <= in_grad
+
+    def h(c: Any, xs: Any) -> Any:
+        return scan(lambda c, x: (lax.add(c, tc.vmap(f)(x)), None), c, xs)[0]
+
+    closed = tc.make_jaxpr(h)(np.ones(3, f32), np.ones((2, 3), f32))
+    [body] = [e.params["jaxpr"] for e in closed.eqns if e.primitive.name == "scan"]
+    assert {s for _, s in stacks(body)} == {"vmap(f)", ""}
+
+
 def test_checkpoint_equations_carry_the_transformation() -> None:
     def g(x: Any) -> Any:
         return checkpoint(f)(x)

@@ -12,6 +12,12 @@ it (``full_raise``), and lets it ``process_primitive``. The dynamic trace is the
 omnistaging device: ``jit`` and ``make_jaxpr`` push a ``DynamicJaxprTrace`` as
 the dynamic trace, so operations on plain constants inside them are staged too.
 
+Eagerly (the eval trace), a primitive's inputs are checked with its
+abstract-evaluation rule before its impl runs, unless the impl checks them
+itself (``impls_checking_inputs``; the runtime's compiled dispatch does, on
+every compile). ``abstract_eval_cached`` memoizes the rules of the primitives
+in ``cacheable_abstract_evals``, for tracing and for these checks.
+
 A ``MainTrace`` dies when its context exits; a tracer of a dead main trace that
 is used again (it leaked through a side effect) raises ``UnexpectedTracerError``
 naming the transformation, the function, and where the tracer was made.
@@ -505,7 +511,17 @@ def _raise_to_axis_binders(trace: Trace, effects: Effects) -> Trace:
 
 def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
     """Applies ``prim`` to ``args`` under the active transformations."""
-    trace = find_top_trace(args)
+    # find_top_trace, inlined: this runs for every primitive applied
+    top = _state.dynamic
+    level = top.level
+    for x in args:
+        if isinstance(x, Tracer):
+            main = x._trace.main
+            if main.level > level:
+                top, level = main, main.level
+            if not main.alive:
+                raise escaped_tracer_error(x)
+    trace = top.trace
     if prim in effect_rules or prim.higher_order:
         effects = eqn_effects(prim, params)
         if effects:

@@ -94,12 +94,28 @@ def issubdtype(a: Any, b: Any) -> bool:
     return bool(np.issubdtype(a, b))
 
 
+# The category questions are asked of a handful of dtypes over and over: the
+# answers for concrete dtypes are memoized.
+_FLOATING: dict[Any, bool] = {}
+_COMPLEX: dict[Any, bool] = {}
+
+
 def is_floating(dtype: Any) -> bool:
-    return issubdtype(np.dtype(dtype), np.floating)
+    known = _FLOATING.get(dtype) if isinstance(dtype, np.dtype) else None
+    if known is None:
+        known = issubdtype(np.dtype(dtype), np.floating)
+        if isinstance(dtype, np.dtype):
+            _FLOATING[dtype] = known
+    return known
 
 
 def is_complex(dtype: Any) -> bool:
-    return issubdtype(np.dtype(dtype), np.complexfloating)
+    known = _COMPLEX.get(dtype) if isinstance(dtype, np.dtype) else None
+    if known is None:
+        known = issubdtype(np.dtype(dtype), np.complexfloating)
+        if isinstance(dtype, np.dtype):
+            _COMPLEX[dtype] = known
+    return known
 
 
 def is_inexact(dtype: Any) -> bool:
@@ -210,6 +226,9 @@ _PYTHON_SCALAR_DTYPES: dict[type, Any] = {
 
 def dtype_and_weakness(x: Any) -> tuple[np.dtype[Any], bool]:
     """The ``(dtype, weak_type)`` of a value, a dtype, or anything with ``.dtype``."""
+    aval = getattr(x, "aval", None)  # tracers and arrays: their aval says it
+    if aval is not None and hasattr(aval, "weak_type") and hasattr(aval, "dtype"):
+        return canonicalize_dtype(aval.dtype), bool(aval.weak_type)
     if type(x) in _PYTHON_SCALAR_DTYPES:
         entry = _PYTHON_SCALAR_DTYPES[type(x)]
         return (entry if isinstance(entry, np.dtype) else entry()), type(x) is not bool

@@ -203,11 +203,39 @@ def _fast_aval(x: Any) -> ShapedArray | None:
     return aval if type(aval) is ShapedArray else None
 
 
+#: The strong dtypes a Python scalar of each type simply takes (``x * 2.0``
+#: with ``x`` float32 is a float32 product).
+_SCALAR_TAKES = {
+    float: frozenset(common.INEXACT),
+    int: frozenset(common.INEXACT | common.INT),
+}
+
+
+def _scalar_operand(aval: Any, scalar: Any) -> Any:
+    """The strongly typed constant a Python scalar becomes beside an array of
+    type ``aval``, when it simply takes the array's dtype; else ``None``."""
+    if type(aval) is not ShapedArray or aval.weak_type:
+        return None
+    takes = _SCALAR_TAKES.get(type(scalar))
+    if takes is None or aval.dtype not in takes:
+        return None
+    return lx.convert_element_type_internal(scalar, aval.dtype, False)
+
+
 def _promote_pair(x: Any, y: Any) -> list[Array] | None:
     """``promote_args`` of two operands (tracers, arrays or Python scalars)
     without the general machinery; ``None`` for other operands, which take the
     general path with its checks and errors. Same result: dtypes promoted
     first, then ranks."""
+    ty = type(y)
+    if ty is float or ty is int:  # the operators' commonest case: x * 2.0
+        const = _scalar_operand(getattr(x, "aval", None), y)
+        if const is not None:
+            return [x, const]
+    elif type(x) is float or type(x) is int:
+        const = _scalar_operand(getattr(y, "aval", None), x)
+        if const is not None:
+            return [const, y]
     ax, ay = _fast_aval(x), _fast_aval(y)
     if ax is None or ay is None:
         return None

@@ -7,7 +7,10 @@ A primitive is a named operation (``add``, ``dot_general``, ``cond``). What it
 table                rule signature
 ===================  ========================================================
 impl_rules           ``impl(*values, **params) -> out``: eager execution; the
-                     runtime layer registers these (it owns devices).
+                     runtime layer registers these (it owns devices). The
+                     eval trace checks the inputs with the abstract-eval rule
+                     first unless the primitive is in
+                     ``core.impls_checking_inputs``.
 abstract_eval_rules  ``rule(*avals, **params) -> aval`` (or a list when the
                      primitive has ``multiple_results``); checks its inputs and
                      raises a clear TypeError/ValueError on bad ones.

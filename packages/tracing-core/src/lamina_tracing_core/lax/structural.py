@@ -125,10 +125,13 @@ def broadcast(operand: ArrayLike, sizes: Sequence[int], *, out_sharding: Any = N
 
 def broadcast_to_rank(x: ArrayLike, rank: int) -> Array:
     """``x`` with leading size-1 dimensions added up to ``rank``."""
-    ndim = len(typeof(x).shape)
-    if ndim == rank:
+    shape = typeof(x).shape
+    ndim = len(shape)
+    if ndim >= rank:
         return x
-    return broadcast(x, (1,) * (rank - ndim))
+    k = rank - ndim
+    return broadcast_in_dim_p.bind(x, shape=(1,) * k + shape,
+                                   broadcast_dimensions=tuple(range(k, rank)), sharding=None)
 
 
 def _broadcast_in_dim_transpose(ct: Any, operand: Any, *, shape: Shape,
