@@ -100,17 +100,24 @@ def test_multiple_results_primitive() -> None:
 
 def test_every_primitive_with_a_lowering_has_an_eager_impl() -> None:
     from lamina_mlir_lowering import has_lowering_rule
+    from lamina_tracing_core.primitives import Primitive
+    lax_prims = [p for p in vars(lax).values() if isinstance(p, Primitive)]
+    assert len(lax_prims) > 50
+    assert [p.name for p in lax_prims if has_lowering_rule(p) and p not in primitives.impl_rules
+            and not getattr(p, "map_primitive", False)] == []  # registered at import
+    dispatch.register_eager_impls()  # primitives other test modules defined since import
     missing = [p.name for p in primitives.abstract_eval_rules
                if has_lowering_rule(p) and p not in primitives.impl_rules
                and not getattr(p, "map_primitive", False)]
     assert missing == []
-    assert dispatch.register_eager_impls() == 0  # nothing new since import
+    assert dispatch.register_eager_impls() == 0  # nothing new since
 
 
 def test_new_primitives_get_an_impl_when_registered() -> None:
     from jaxlib.mlir.dialects import stablehlo
     from lamina_mlir_lowering import lowering_rules, register_lowering
     from lamina_tracing_core.primitives import Primitive
+    dispatch.register_eager_impls()  # primitives other test modules defined since import
     twice = Primitive("px_test_twice")
     twice.def_abstract_eval(lambda aval: aval)
     register_lowering(twice, lambda ctx, x: [stablehlo.add(x, x)])
@@ -236,3 +243,37 @@ def test_invalid_operands_name_the_operand() -> None:
         lax.sin(np.array(["a"]))
     with pytest.raises(TypeError, match="add: argument 1 .*not a valid"):
         lax.add(np.float32(1), object())
+
+
+def test_dispatched_primitives_check_their_own_inputs() -> None:
+    from jaxlib.mlir.dialects import stablehlo
+    from lamina_mlir_lowering import lowering_rules, register_lowering
+    from lamina_tracing_core import core
+    from lamina_tracing_core.primitives import Primitive
+    assert lax.sin_p in core.impls_checking_inputs  # a cache hit was checked before
+    negate = Primitive("px_test_negate")
+    negate.def_abstract_eval(lambda aval: aval)
+    register_lowering(negate, lambda ctx, x: [stablehlo.negate(x)])
+    try:
+        dispatch.register_eager_impls()
+        assert negate in core.impls_checking_inputs
+        assert negate.bind(px.device_put(np.ones(2, np.float32))).tolist() == [-1.0, -1.0]
+        primitives.impl_rules[negate] = lambda x: x  # another layer takes over
+        dispatch.register_eager_impls()
+        assert negate not in core.impls_checking_inputs  # so the eval trace checks again
+    finally:
+        primitives.impl_rules.pop(negate, None)
+        primitives.abstract_eval_rules.pop(negate, None)
+        lowering_rules.pop(negate, None)
+
+
+def test_scalar_operands_of_a_cached_signature_keep_their_values() -> None:
+    x = px.device_put(np.arange(3, dtype=np.float32))
+    for k in range(3):  # one compiled program, one device buffer per scalar value
+        assert lax.add(x, np.float32(k)).tolist() == [k, k + 1.0, k + 2.0]
+        assert (x * k).tolist() == [0.0, k, 2.0 * k]
+    assert np.signbit(float(lax.mul(np.float32(1), -0.0)))
+    ints = px.device_put(np.ones(2, np.int32))
+    assert lax.add(ints, 3).tolist() == [4, 4]
+    with pytest.raises(OverflowError, match=r"add: argument 1.*too large"):
+        lax.add(ints, 2**40)

@@ -7,7 +7,12 @@ its own. Applying a primitive lowers a one-equation jaxpr for the argument
 types through ``lamina_mlir_lowering.lower_jaxpr_to_module``, compiles it and
 runs it; the compiled program is cached by (primitive, params, argument
 types, placement), so the second call with the same signature only pays for
-the call itself.
+the call itself: one dictionary lookup, the arguments' buffers (scalar
+constants such as the ``1`` of ``x + 1`` keep a device buffer per value) and
+jaxlib's ``execute_sharded`` with prebuilt result handlers. The primitives
+handled here are in tracing-core's ``impls_checking_inputs``: a compile runs
+the abstract-evaluation rule and a cache hit has the same types and params,
+so the eval trace need not check the inputs again.
 
 Placement follows JAX: arguments committed to a device (``device_put`` with a
 device or sharding, results of committed computations) decide where the
@@ -471,7 +476,8 @@ def _output_shardings(loaded: Any, devices: list[Device], out_avals: list[Shaped
 
 
 # --- registration ----------------------------------------------------------------------
-_registered: set[Primitive] = set()
+#: the impl rules registered here (a later registration by another layer wins)
+_registered: dict[Primitive, Callable[..., Any]] = {}
 
 
 def _make_impl(prim: Primitive) -> Callable[..., Any]:
@@ -486,15 +492,20 @@ def register_eager_impls() -> int:
     """Gives every primitive with an abstract-evaluation rule and no impl rule
     the eager impl :func:`apply_primitive`; returns how many were added."""
     added = 0
+    for prim, ours in list(_registered.items()):
+        if primitives.impl_rules.get(prim) is not ours:
+            # another layer replaced the impl: the eval trace checks its inputs again
+            core.impls_checking_inputs.discard(prim)
+            del _registered[prim]
     for prim in list(primitives.abstract_eval_rules):
         if prim in primitives.impl_rules or getattr(prim, "map_primitive", False):
             continue
-        primitives.impl_rules[prim] = _make_impl(prim)
+        impl = primitives.impl_rules[prim] = _make_impl(prim)
         # apply_primitive runs the abstract-evaluation rule whenever it
         # compiles, and a cache hit means the same types and params were
         # checked before: the eval trace need not check them again.
         core.impls_checking_inputs.add(prim)
-        _registered.add(prim)
+        _registered[prim] = impl
         added += 1
     return added
 

@@ -135,6 +135,8 @@ def compile_module(module: Any, devices: Sequence[Device],
     reusing an earlier compilation of the same module, options and devices."""
     devices = list(devices)
     _check_devices(devices, options, name)
+    if fingerprint is None and not isinstance(module, (str, bytes)):
+        module = module_bytecode(module)  # serialized once: hashed, then compiled
     key = (fingerprint or module_fingerprint(module), options, tuple(d.id for d in devices),
            id(devices[0].client))
     with _compile_lock:

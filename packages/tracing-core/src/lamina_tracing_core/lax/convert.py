@@ -101,6 +101,10 @@ def _scalar_constant(value: Any, dtype: np.dtype[Any]) -> Any:
 
 
 def _fold(value: Any, dtype: np.dtype[Any]) -> Any:
+    if type(value) is int and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:  # as JAX: never wrap a Python int silently
+            raise OverflowError(f"Python int {value} too large to convert to {dtype.name}")
     arr = np.asarray(value)
     if arr.dtype.kind == "c" and dtype.kind != "c":
         arr = arr.real
