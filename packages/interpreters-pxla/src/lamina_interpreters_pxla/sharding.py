@@ -477,6 +477,8 @@ class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self._memory_kind})"
 
     # -- shared behaviour (the same functions in every lamina sharding) --
+    # Repeated in each class on purpose: nanobind types accept exactly one base
+    # ("nb_type_init(): invalid number of bases"), so a Python mixin is impossible.
     @property
     def _device_assignment(self) -> tuple[Device, ...]:
         return _device_assignment(self)
@@ -543,6 +545,8 @@ class _HloBackedSharding(_jax.GSPMDSharding):  # type: ignore[misc]
         return _is_fully_replicated_via_hlo(self)
 
     # -- shared behaviour (the same functions in every lamina sharding) --
+    # Repeated in each class on purpose: nanobind types accept exactly one base
+    # ("nb_type_init(): invalid number of bases"), so a Python mixin is impossible.
     @property
     def _device_assignment(self) -> tuple[Device, ...]:
         return _device_assignment(self)
