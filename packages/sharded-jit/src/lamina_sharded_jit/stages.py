@@ -50,7 +50,33 @@ def _none_if_unspecified(s: Any) -> Any:
     return None if is_unspecified(s) else s
 
 
-class JitTraced(Traced):
+class _ArgsInfoAsPytree:
+    """``args_info``/``out_info`` as pytrees, as JAX shows them; the runtime's
+    stage classes store flat tuples, kept here as ``flat_args_info``/``flat_out_info``."""
+
+    in_tree: Any
+    out_tree: Any
+    flat_args_info: tuple[ArgInfo, ...]
+    flat_out_info: tuple[OutInfo, ...]
+
+    @property
+    def args_info(self) -> Any:
+        return tu.tree_unflatten(self.in_tree, self.flat_args_info)
+
+    @args_info.setter
+    def args_info(self, value: Sequence[ArgInfo]) -> None:
+        self.flat_args_info = tuple(value)
+
+    @property
+    def out_info(self) -> Any:
+        return tu.tree_unflatten(self.out_tree, self.flat_out_info)
+
+    @out_info.setter
+    def out_info(self, value: Sequence[OutInfo]) -> None:
+        self.flat_out_info = tuple(value)
+
+
+class JitTraced(_ArgsInfoAsPytree, Traced):
     """``jit(f).trace(*args)``: the jaxpr and what the call looked like."""
 
     def __init__(self, info: JitInfo, p: PjitParams, placed: tuple[Any, ...], committed: bool):
@@ -69,22 +95,6 @@ class JitTraced(Traced):
                          out_tree=p.out_tree, args_info=args_info, out_info=out_info,
                          lower_fn=self._lower_for)
 
-    # pytree views (the base class keeps flat tuples)
-    @property
-    def args_info(self) -> Any:
-        return tu.tree_unflatten(self.in_tree, self.flat_args_info)
-
-    @args_info.setter
-    def args_info(self, value: Sequence[ArgInfo]) -> None:
-        self.flat_args_info = tuple(value)
-
-    @property
-    def out_info(self) -> Any:
-        return tu.tree_unflatten(self.out_tree, self.flat_out_info)
-
-    @out_info.setter
-    def out_info(self, value: Sequence[OutInfo]) -> None:
-        self.flat_out_info = tuple(value)
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -105,7 +115,7 @@ class JitTraced(Traced):
         return JitLowered(program, self)
 
 
-class JitLowered(Lowered):
+class JitLowered(_ArgsInfoAsPytree, Lowered):
     """A lowered module of a jitted function (see the module docstring)."""
 
     def __init__(self, program: LoweredProgram, traced: JitTraced):
@@ -119,21 +129,6 @@ class JitLowered(Lowered):
             devices=program.devices, in_shardings=list(program.in_shardings),
             out_shardings=list(program.out_shardings))
 
-    @property
-    def args_info(self) -> Any:
-        return tu.tree_unflatten(self.in_tree, self.flat_args_info)
-
-    @args_info.setter
-    def args_info(self, value: Sequence[ArgInfo]) -> None:
-        self.flat_args_info = tuple(value)
-
-    @property
-    def out_info(self) -> Any:
-        return tu.tree_unflatten(self.out_tree, self.flat_out_info)
-
-    @out_info.setter
-    def out_info(self, value: Sequence[OutInfo]) -> None:
-        self.flat_out_info = tuple(value)
 
     @property
     def module_name(self) -> str:
@@ -176,7 +171,7 @@ def _check_dialect(dialect: str | None) -> None:
         raise ValueError(f"unknown dialect {dialect!r}: lamina lowers to 'stablehlo'")
 
 
-class JitCompiled(Compiled):
+class JitCompiled(_ArgsInfoAsPytree, Compiled):
     """A compiled jitted function, callable with its dynamic arguments."""
 
     def __init__(self, compiled: CompiledProgram, traced: JitTraced):
@@ -184,14 +179,7 @@ class JitCompiled(Compiled):
         self._traced = traced
         super().__init__(compiled.executable, in_tree=traced.in_tree, out_tree=traced.out_tree,
                          args_info=traced.flat_args_info, fun_name=traced.fun_name)
-
-    @property
-    def args_info(self) -> Any:
-        return tu.tree_unflatten(self.in_tree, self.flat_args_info)
-
-    @args_info.setter
-    def args_info(self, value: Sequence[ArgInfo]) -> None:
-        self.flat_args_info = tuple(value)
+        self.flat_out_info = traced.flat_out_info
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         flat, tree = tu.tree_flatten((args, kwargs))
