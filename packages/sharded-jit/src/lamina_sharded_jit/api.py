@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,8 @@ from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import EvalTrace, Tracer
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 
-from lamina_sharded_jit import settings as _settings
+from lamina_sharded_jit.settings import jit_disabled
+from lamina_sharded_jit.cpp_path import Fastpath, fastpath_for, new_cpp_function
 from lamina_sharded_jit.dispatch import (
     MISS,
     FastEntry,
@@ -62,8 +64,9 @@ __all__ = ["JitInfo", "Jitted", "PjitParams", "ShapeDtypeStruct", "eval_shape", 
            "jit"]
 
 _flatten = tu.registry.flatten
-_settings_local = _settings.config._local
 _trace_state = core._state
+_jit_ids = itertools.count()
+
 
 
 class ShapeDtypeStruct(tc_api.ShapeDtypeStruct):
@@ -377,8 +380,14 @@ def infer_params(info: JitInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -
 
 # --- the jitted function --------------------------------------------------------------------------
 class Jitted:
-    """What ``jit(fun)`` returns: call it like ``fun``; ``.trace``, ``.lower``
-    and ``.eval_shape`` give the ahead-of-time stages and output shapes."""
+    """The state behind ``jit(fun)``: its facts, its compiled signatures and
+    the ahead-of-time stages (``.trace``, ``.lower``, ``.eval_shape``).
+
+    What ``jit`` hands out is :func:`_callable_of` this object: jaxlib's C++
+    jit function with the stage methods as attributes, whose cache misses
+    come back here (:meth:`_cache_miss`); or, when the function has static
+    arguments, this object itself, called through :meth:`__call__`.
+    """
 
     def __init__(self, info: JitInfo):
         # Only the identity attributes are copied from the function: its
@@ -386,32 +395,39 @@ class Jitted:
         functools.update_wrapper(self, info.fun, updated=())
         self._info = info
         self._has_static = info.has_static
+        #: compiled signatures for the Python path, by argument structure
         self._fast: dict[Any, list[FastEntry]] = {}
-        #: entries for calls whose arguments are all positional Arrays, by count
-        self._fast_flat: dict[int, list[FastEntry]] = {}
         #: inferred params by call signature (for calls that bind pjit_p)
         self._inferred: dict[Any, PjitParams] = {}
+        #: jaxlib's C++ jit function in front of this object, if any
+        self._cpp: Any = None
 
     # -- calling -------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        disabled = _settings_local.disable_jit
-        if disabled if disabled is not None else _settings.config._global_disable_jit:
-            return self._info.fun(*args, **kwargs)
-        if _trace_state.dynamic.trace_type is EvalTrace:  # not staging: try the cache
-            if not kwargs and not self._has_static:
-                flat_entries = self._fast_flat.get(len(args))
-                if flat_entries is not None:
-                    for entry in flat_entries:
-                        out = entry.run(args)
-                        if out is not MISS:
-                            return out
-            out = self._cached_call(args, kwargs)
-            if out is not MISS:
-                return out
-        return self._call(args, kwargs)
+        return self._python_call(args, kwargs)[0]
 
-    def _cached_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The result from a recorded signature matching this call, or MISS."""
+    def _python_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                     ) -> tuple[Any, FastEntry | None]:
+        """A call on the Python path, and the entry of the compiled signature
+        that ran it (None when the body ran eagerly or was staged)."""
+        if jit_disabled():
+            return self._info.fun(*args, **kwargs), None
+        if _trace_state.dynamic.trace_type is not EvalTrace:  # staging: bind pjit_p
+            return self._call(args, kwargs)
+        return self._call_cached_entry(args, kwargs)
+
+    def _cache_miss(self, *args: Any, **kwargs: Any) -> tuple[Any, Fastpath | None, bool]:
+        """The C++ function's miss: the Python path, and the fastpath for the
+        call's signature when the call was a plain one (see ``cpp_path``)."""
+        out, entry = self._python_call(args, kwargs)
+        if entry is None:
+            return out, None, False
+        return out, fastpath_for(entry, _flatten((args, kwargs))[0], out), False
+
+    def _call_cached_entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                           ) -> tuple[Any, FastEntry | None]:
+        """A top-level call on the Python path: a recorded signature if one
+        matches, else the full path. Also returns the signature's entry."""
         if not self._has_static:
             leaves, treedef = _flatten((args, kwargs))
             entries = self._fast.get(treedef)
@@ -426,8 +442,8 @@ class Jitted:
             for entry in entries:
                 out = entry.run(leaves)
                 if out is not MISS:
-                    return out
-        return MISS
+                    return out, entry
+        return self._call(args, kwargs)
 
     def _infer(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PjitParams:
         """``infer_params``, remembered per call signature: the argument tree,
@@ -448,22 +464,26 @@ class Jitted:
             self._inferred[key] = dataclasses.replace(p, args_flat=())
         return p
 
-    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+              ) -> tuple[Any, FastEntry | None]:
+        """The full path: infer, then run at top level (recording the
+        signature's entry, also returned) or bind ``pjit_p``."""
         p = self._infer(args, kwargs)
         args_flat = (*p.consts, *p.args_flat)
         # Run now unless a transformation must see the call: a staging trace,
         # a tracer argument, or named axes that a vmap around binds.
+        entry = None
         if not p.consts and not p.jaxpr.effects and at_top_level() and not any(
                 isinstance(x, Tracer) for x in args_flat):
             outs, compiled = pjit_call(args_flat, p.params)
-            self._remember(p, compiled)
+            entry = self._remember(p, compiled)
         else:
             outs = pjit_p.bind(*args_flat, **p.params)
-        return tu.tree_unflatten(p.out_tree, outs)
+        return tu.tree_unflatten(p.out_tree, outs), entry
 
-    def _remember(self, p: PjitParams, compiled: CompiledProgram) -> None:
+    def _remember(self, p: PjitParams, compiled: CompiledProgram) -> FastEntry | None:
         if not all(host_or_array(x) for x in p.args_flat):
-            return
+            return None
         committed: list[bool | None] = [
             bool(x._arr._committed) if type(x) is Array else None for x in p.args_flat]
         key = (p.in_tree, p.static_key) if self._info.has_static else p.in_tree
@@ -472,18 +492,7 @@ class Jitted:
                           out_tree=p.out_tree, donated=p.donated_invars,
                           name=f"{self._info.api_name}({self._info.fun_name})")
         _push(self._fast.setdefault(key, []), entry)
-        flat_key = self._flat_key(p)
-        if flat_key is not None:
-            _push(self._fast_flat.setdefault(flat_key, []), entry)
-
-    def _flat_key(self, p: PjitParams) -> int | None:
-        """The argument count, when the call was all positional Arrays."""
-        if self._has_static or p.in_tree.children()[1].num_leaves or \
-                p.in_tree.num_leaves != len(p.in_tree.children()[0].children()):
-            return None
-        if not all(type(x) is Array for x in p.args_flat):
-            return None
-        return len(p.args_flat)
+        return entry
 
     # -- stages -----------------------------------------------------------------
     def trace(self, *args: Any, **kwargs: Any) -> Any:
@@ -513,8 +522,9 @@ class Jitted:
         """Forgets this function's compiled signatures (and its traces)."""
         from lamina_sharded_jit.tracing import trace_cache
         self._fast.clear()
-        self._fast_flat.clear()
         self._inferred.clear()
+        if self._cpp is not None:
+            self._cpp._clear_cache()
         trace_cache.evict_function(self._info.fun)
 
     def _cache_size(self) -> int:
@@ -569,7 +579,31 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
                          donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                          keep_unused=keep_unused, device=device, backend=backend,
                          inline=inline, compiler_options=compiler_options)
-    return Jitted(info)
+    return _callable_of(Jitted(info))
+
+
+#: what the C++ function takes over from its Jitted, as attributes
+_STAGE_METHODS = ("trace", "lower", "eval_shape", "clear_cache", "_cache_size")
+
+
+def _callable_of(jitted: Jitted) -> Any:
+    """What ``jit`` returns for ``jitted`` (see :class:`Jitted`).
+
+    Static arguments stay on the Python path: the C++ cache compares them by
+    ``==``, which would take ``True`` for ``1``, while lamina keys them on
+    their type too.
+    """
+    if jitted._has_static:
+        return jitted
+    info = jitted._info
+    cpp = new_cpp_function(info.fun_name, info.fun, jitted._cache_miss, (), (),
+                           ("lamina.jit", next(_jit_ids)))
+    functools.update_wrapper(cpp, info.fun, updated=())
+    for name in _STAGE_METHODS:
+        setattr(cpp, name, getattr(jitted, name))
+    cpp._jitted = jitted  # the Python side, for introspection and tests
+    jitted._cpp = cpp
+    return cpp
 
 
 def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

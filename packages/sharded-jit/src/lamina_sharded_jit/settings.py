@@ -15,34 +15,33 @@ The block form is per thread and nests; it wins over the process-wide value.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from lamina_interpreters_pxla._jaxlib import _jax
 
 __all__ = ["JitConfig", "config", "disable_jit", "jit_disabled"]
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 
-
-class _Local(threading.local):
-    def __init__(self) -> None:
-        self.disable_jit: bool | None = None  # None: use the process-wide value
+#: The value lives in a jaxlib config (process-wide value, per-thread
+#: override) that is part of the C++ jit path's cache key, so turning
+#: disable_jit on sends every cached call back to Python, which then runs the
+#: body eagerly.
+_DISABLE_JIT: Any = _jax.config.Config(
+    "lamina_disable_jit",
+    os.environ.get("LAMINA_DISABLE_JIT", "").strip().lower() in _TRUTHY,
+    include_in_jit_key=True)
 
 
 class JitConfig:
     """The settings of this layer; one process-wide instance, :data:`config`."""
 
-    def __init__(self) -> None:
-        self._global_disable_jit = (
-            os.environ.get("LAMINA_DISABLE_JIT", "").strip().lower() in _TRUTHY)
-        self._local = _Local()
-
     @property
     def disable_jit(self) -> bool:
         """True while jitted functions run eagerly (thread value, else global)."""
-        local = self._local.disable_jit
-        return self._global_disable_jit if local is None else local
+        return bool(_DISABLE_JIT.value)
 
     def update(self, name: str, value: Any) -> None:
         """Sets a setting for the whole process; only ``disable_jit`` exists."""
@@ -52,7 +51,7 @@ class JitConfig:
         if not isinstance(value, (bool, int)):
             raise TypeError(f"config.update('disable_jit', ...) takes a bool, got "
                             f"{type(value).__name__}: {value!r}")
-        self._global_disable_jit = bool(value)
+        _DISABLE_JIT.set_global(bool(value))
 
     def __repr__(self) -> str:
         return f"JitConfig(disable_jit={self.disable_jit})"
@@ -63,18 +62,15 @@ config = JitConfig()
 
 def jit_disabled() -> bool:
     """``config.disable_jit`` (a function, for the hot path)."""
-    local = config._local.disable_jit
-    return config._global_disable_jit if local is None else local
+    return bool(_DISABLE_JIT.value)
 
 
 @contextmanager
 def disable_jit(disable: bool = True) -> Iterator[None]:
     """Within the block, jitted functions run their Python body eagerly
     (``disable=False`` re-enables jit inside an outer ``disable_jit()``)."""
-    state = config._local
-    previous = state.disable_jit
-    state.disable_jit = bool(disable)
+    previous = _DISABLE_JIT.swap_local(bool(disable))
     try:
         yield
     finally:
-        state.disable_jit = previous
+        _DISABLE_JIT.set_local(previous)

@@ -90,7 +90,7 @@ __all__ = [
     "check_eager_inputs", "check_jaxpr", "concrete_or_error", "config", "eqn_effects",
     "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
     "impls_checking_inputs", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
-    "new_main", "unmapped_aval",
+    "new_main", "staging_hooks", "unmapped_aval",
 ]
 
 
@@ -159,6 +159,18 @@ class _TraceState(threading.local):
 
 _state: _TraceState  # created below, once EvalTrace exists
 
+#: Called with ``True`` when a staging trace becomes this thread's dynamic
+#: trace and ``False`` when the eval trace is dynamic again. jit's C++ fast
+#: path keys its cache on it (a call with concrete arrays under a staging
+#: trace must be staged, not run).
+staging_hooks: list[Callable[[bool], None]] = []
+
+
+def _notify_staging(dynamic: MainTrace) -> None:
+    staging = dynamic.trace_type is not EvalTrace
+    for hook in staging_hooks:
+        hook(staging)
+
 
 def trace_stack() -> list[MainTrace]:
     return list(_state.stack)
@@ -184,12 +196,16 @@ def new_main(trace_type: type[Trace], *, dynamic: bool = False, transform: str |
     previous_dynamic = state.dynamic
     if dynamic:
         state.dynamic = main
+        if staging_hooks:
+            _notify_staging(main)
     try:
         yield main
     finally:
         state.stack.pop()
         state.dynamic = previous_dynamic
         main.alive = False
+        if dynamic and staging_hooks:
+            _notify_staging(previous_dynamic)
 
 
 def new_dynamic(trace_type: type[Trace], *, transform: str | None = None,
@@ -212,11 +228,15 @@ def new_base_main(trace_type: type[Trace], *, transform: str | None = None,
     main = MainTrace(0, trace_type, transform or trace_type.__name__, debug_info, payload)
     previous_base, previous_dynamic = state.stack[0], state.dynamic
     state.stack[0], state.dynamic = main, main
+    if staging_hooks:
+        _notify_staging(main)
     try:
         yield main
     finally:
         state.stack[0], state.dynamic = previous_base, previous_dynamic
         main.alive = False
+        if staging_hooks:
+            _notify_staging(previous_dynamic)
 
 
 # --- traces and tracers -----------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import ml_dtypes
@@ -37,11 +37,17 @@ class _X64State:
 
 x64_state = _X64State()
 
+#: Called with the new value whenever :func:`enable_x64` runs (jit's C++
+#: fast path keys its cache on the flag).
+x64_hooks: list[Callable[[bool], None]] = []
+
 
 def enable_x64(enabled: bool = True) -> None:
     """Turns 64-bit computation on or off for the whole process."""
     x64_state.enabled = bool(enabled)
     _canonicalize_cached.cache_clear()
+    for hook in x64_hooks:
+        hook(x64_state.enabled)
 
 
 def x64_enabled() -> bool:

@@ -1,0 +1,150 @@
+"""jit's C++ fast path: jaxlib's ``pjit`` function object, fed by lamina.
+
+jaxlib offers a C++ callable (``_jax.pjit``) that keeps a cache from call
+signatures (the argument tree, static arguments, and per array its dtype,
+shape, weak type, sharding and committed flag) to a *fastpath*: the loaded
+executable with what wrapping its results needs. A call whose signature is
+in the cache runs without Python; any other call goes to ``cache_miss``,
+which is lamina's Python path (:mod:`lamina_sharded_jit.api`). The miss
+answers with the results and, when the call was a plain one, the fastpath
+for its signature (:func:`fastpath_for`); ``None`` keeps that signature on
+the Python path.
+
+Lamina's ``Array`` wraps an ``ArrayImpl``, and the C++ path only takes
+``ArrayImpl``s. The arguments are therefore parsed with
+``tree_util.dispatch_registry``, in which ``Array`` is a one-child node around
+its ``ArrayImpl`` (unwrapping reads an attribute, no Python frame), and the
+results are rebuilt through the same node, which wraps each result in an
+``Array``.
+
+The C++ function is what ``jit`` returns, with no Python frame in front of
+it, so the state a lamina call depends on besides its arguments is kept in
+jaxlib configs that are part of the C++ cache key: whether a staging trace is
+this thread's dynamic trace (tracing-core's ``staging_hooks``), the x64 flag
+(``dtypes.x64_hooks``) and ``disable_jit`` (:mod:`lamina_sharded_jit.settings`).
+A call in any other state than the one a fastpath was made in is a miss,
+and the Python path stages the call, or runs the body eagerly.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from lamina_interpreters_pxla._jaxlib import _jax
+from lamina_interpreters_pxla.array import Array
+from lamina_interpreters_pxla.transfer import shard_args
+from lamina_linear_util import tree_util as tu
+from lamina_tracing_core import core, dtypes
+
+from lamina_sharded_jit.dispatch import FastEntry
+
+__all__ = ["Fastpath", "fastpath_for", "new_cpp_function"]
+
+
+class Fastpath(NamedTuple):
+    """What jaxlib's C++ ``pjit`` reads (by attribute) to run a signature."""
+
+    xla_executable: Any
+    out_pytree_def: Any          # from tu.dispatch_registry: Arrays are nodes
+    in_shardings: list[Any]      # one per kept argument
+    out_shardings: list[Any]
+    out_avals: list[Any]
+    out_committed: list[bool]
+    kept_var_bitvec: list[bool]  # one per flat dynamic argument
+    in_device_local_layouts: list[None]
+    const_args: list[Any]
+
+
+def fastpath_for(entry: FastEntry, leaves: Sequence[Any], out: Any) -> Fastpath | None:
+    """The fastpath for a call that ``entry`` just ran on the flat dynamic
+    arguments ``leaves`` and that returned ``out``; ``None`` if the call
+    needed more than the C++ path does.
+
+    The C++ path passes arguments to the executable as they are, so every
+    argument must be a committed-as-recorded, live lamina ``Array`` already
+    placed as the executable wants it; donation stays on the Python path
+    (it records which call consumed the buffers, for later errors), and so do
+    programs spanning other processes.
+    """
+    if entry.donated_kept or not leaves or len(leaves) != entry.n:
+        return None
+    for x, sharding, committed in zip(leaves, entry.shardings, entry.committed):
+        if type(x) is not Array:
+            return None
+        impl = x._arr
+        if impl._committed is not committed or impl.is_deleted():
+            return None
+        s = impl._sharding
+        if s is not sharding and s != sharding:
+            return None
+    if not all(s.is_fully_addressable for s in entry.shardings):
+        return None
+    out_impls, out_def = tu.dispatch_registry.flatten(out)
+    if not all(type(o) is _ArrayImplType for o in out_impls):
+        return None
+    kept = range(entry.n) if entry.kept is None else entry.kept
+    kept_set = set(kept)
+    return Fastpath(
+        xla_executable=entry.loaded,
+        out_pytree_def=out_def,
+        in_shardings=[entry.shardings[i] for i in kept],
+        out_shardings=[o._sharding for o in out_impls],
+        out_avals=[o.aval for o in out_impls],
+        out_committed=[bool(o._committed) for o in out_impls],
+        kept_var_bitvec=[i in kept_set for i in range(entry.n)],
+        in_device_local_layouts=[None] * len(kept_set),
+        const_args=[])
+
+
+_ArrayImplType: Any = _jax.ArrayImpl
+
+
+def _shard_arg_fallback(x: Any, sharding: Any, layout: Any) -> Any:
+    """Places an argument the C++ path cannot pass as is (it never should:
+    :func:`fastpath_for` only accepts placed Arrays)."""
+    del layout
+    if type(x) is Array:
+        x = x._arr
+    return shard_args([x], [sharding], committed=[False], what="jit")[0]
+
+
+def new_cpp_function(name: str, fun: Callable[..., Any], cache_miss: Callable[..., Any],
+                     static_argnums: Sequence[int], static_argnames: Sequence[str],
+                     key: Any) -> Any:
+    """jaxlib's C++ jit callable over ``cache_miss`` (see the module docstring)."""
+    _install_jit_states()
+    return _jax.pjit(name, fun, cache_miss, list(static_argnums), list(static_argnames),
+                     key, tu.dispatch_registry, _shard_arg_fallback,
+                     _jax.PjitFunctionCache(64))
+
+
+#: The parts of the C++ cache key that are not in the arguments (see the
+#: module docstring); jaxlib folds every ``include_in_jit_key`` config in.
+_STAGING: Any = _jax.config.Config("lamina_jit_staging", False, include_in_jit_key=True)
+_X64: Any = _jax.config.Config("lamina_jit_x64", dtypes.x64_state.enabled,
+                               include_in_jit_key=True)
+core.staging_hooks.append(_STAGING.set_local)
+dtypes.x64_hooks.append(_X64.set_global)
+
+_states_installed = False
+
+
+def _install_jit_states() -> None:
+    """The C++ jit reads three process-wide configuration slots (x64,
+    disable_jit, a post-call hook) and refuses to run until they are set.
+    JAX sets them when it is imported; lamina sets its own only if JAX has not,
+    and JAX, imported later, takes them back. Lamina's own x64 and
+    disable_jit are checked in Python before the C++ call, so whichever
+    configs hold the slots only add to the signature."""
+    global _states_installed
+    if _states_installed:
+        return
+    _states_installed = True
+    config = _jax.config.Config
+    if "jax._src.config" not in sys.modules:
+        _jax.jax_jit.set_enable_x64_state(config("lamina_jit_x64", False))
+        _jax.jax_jit.set_disable_jit_state(config("lamina_jit_disable_jit", False))
+    if "jax._src.api" not in sys.modules:
+        _jax.jax_jit.set_post_hook_state(config("lamina_jit_post_hook", None))
