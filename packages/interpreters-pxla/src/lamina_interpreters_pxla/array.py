@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,6 @@ from lamina_interpreters_pxla.sharding import (
     SingleDeviceSharding,
     indices_to_shard_ids,
 )
-from lamina_linear_util import tree_util
 from lamina_tracing_core import avals as _avals
 from lamina_tracing_core.avals import ShapedArray
 
@@ -107,22 +106,18 @@ class Array(_ArrayMethodsBase):
     constructor takes the ``ArrayImpl`` and is internal.
     """
 
-    __slots__ = ("_arr", "_npy", "_dispatch_key", "_node", "__weakref__")
+    __slots__ = ("_arr", "_npy", "_dispatch_key", "__weakref__")
     __array_priority__ = 100
 
     _arr: ArrayImpl
     _npy: np.ndarray[Any, Any] | None
     #: (aval, sharding, committed), built by eager dispatch on first use
     _dispatch_key: tuple[Any, ...] | None
-    #: ``((arr,), None)``: this Array as a node of ``tree_util.dispatch_registry``
-    #: (what jaxlib's C++ jit reads to unwrap it without a Python call)
-    _node: tuple[tuple[ArrayImpl], None]
 
     def __init__(self, arr: ArrayImpl):
         self._arr = arr
         self._npy = None
         self._dispatch_key = None
-        self._node = ((arr,), None)
 
     # --- the type ---------------------------------------------------------
     @property
@@ -464,16 +459,16 @@ def _aval_of_array(x: Array) -> ShapedArray:
 _avals.aval_handlers[Array] = _aval_of_array
 
 
-def _rewrap(_aux: None, children: tuple[ArrayImpl]) -> Array:
-    """An Array around a result of jaxlib's C++ jit path (``Array.__init__``
-    inlined: this runs once per result of every cached jit call)."""
-    x: Array = _new_array(Array)
+
+def array_from_children(_aux: Any, children: Sequence[ArrayImpl]) -> Array:
+    """``Array(children[0])`` as a pytree unflatten callback (jaxlib's C++
+    jit path calls it once per result of every cached call, hence
+    ``Array.__init__`` inlined)."""
+    x: Array = _new_object(Array)
     x._arr = children[0]
     x._npy = None
     x._dispatch_key = None
-    x._node = (children, None)
     return x
 
 
-_new_array = object.__new__
-tree_util.register_dispatch_wrapper(Array, operator.attrgetter("_node"), _rewrap)
+_new_object = object.__new__

@@ -46,7 +46,6 @@ __all__ = [
     "keystr",
     "none_leaf_registry",
     "register_dataclass",
-    "register_dispatch_wrapper",
     "register_pytree_node",
     "register_pytree_node_class",
     "register_pytree_with_keys",
@@ -156,10 +155,9 @@ none_leaf_registry: Any = _new_registry(none_is_node=False)
 """The same registrations, but ``None`` is a leaf (for axis specifications)."""
 
 dispatch_registry: Any = _new_registry(none_is_node=True)
-"""The same registrations plus *dispatch wrappers* (:func:`register_dispatch_wrapper`):
-types that are leaves to users but nodes around a jaxlib object here. jaxlib's
-C++ jit path parses arguments with it, so it sees the jaxlib arrays inside
-lamina's array wrapper."""
+"""The same registrations, plus nodes that the dispatch layers add for
+jaxlib's C++ jit path, which parses arguments with this registry: there,
+lamina's array wrapper is a node around the jaxlib array it holds."""
 
 _ALL_REGISTRIES: tuple[Any, ...] = (registry, none_leaf_registry, dispatch_registry)
 
@@ -540,19 +538,6 @@ def _register_everywhere(register: Callable[[Any], None], nodetype: type[Any]) -
             register(reg)
     except ValueError as e:
         raise ValueError(f"cannot register {nodetype!r} as a pytree node: {e}") from None
-
-
-def register_dispatch_wrapper(wrapper: type[T], unwrap: Callable[[T], tuple[tuple[Any], Any]],
-                              rewrap: Callable[[Any, Sequence[Any]], T]) -> None:
-    """Make ``wrapper`` a one-child node of :data:`dispatch_registry` only.
-
-    ``unwrap(x)`` returns ``((inner,), aux)`` and ``rewrap(aux, (inner,))``
-    builds the wrapper again; in the other registries the type stays a leaf.
-    """
-    try:
-        dispatch_registry.register_node(wrapper, unwrap, rewrap)
-    except ValueError as e:
-        raise ValueError(f"cannot register {wrapper!r} as a dispatch wrapper: {e}") from None
 
 
 def register_pytree_node(nodetype: type[T],

@@ -12,10 +12,10 @@ the Python path.
 
 Lamina's ``Array`` wraps an ``ArrayImpl``, and the C++ path only takes
 ``ArrayImpl``s. The arguments are therefore parsed with
-``tree_util.dispatch_registry``, in which ``Array`` is a one-child node around
-its ``ArrayImpl`` (unwrapping reads an attribute, no Python frame), and the
-results are rebuilt through the same node, which wraps each result in an
-``Array``.
+``tree_util.dispatch_registry``, in which ``Array`` is a dataclass-style node
+whose one child is its ``_arr`` (read in C++, no Python call). The results'
+tree has a :class:`_Result` node in place of each array, whose unflatten
+wraps the ``ArrayImpl`` the C++ path made in an ``Array``.
 
 The C++ function is what ``jit`` returns, with no Python frame in front of
 it, so the state a lamina call depends on besides its arguments is kept in
@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from lamina_interpreters_pxla._jaxlib import _jax
-from lamina_interpreters_pxla.array import Array
+from lamina_interpreters_pxla.array import Array, array_from_children
 from lamina_interpreters_pxla.transfer import shard_args
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import core, dtypes
@@ -47,7 +47,7 @@ class Fastpath(NamedTuple):
     """What jaxlib's C++ ``pjit`` reads (by attribute) to run a signature."""
 
     xla_executable: Any
-    out_pytree_def: Any          # from tu.dispatch_registry: Arrays are nodes
+    out_pytree_def: Any          # from tu.dispatch_registry, a _Result node per result
     in_shardings: list[Any]      # one per kept argument
     out_shardings: list[Any]
     out_avals: list[Any]
@@ -81,14 +81,15 @@ def fastpath_for(entry: FastEntry, leaves: Sequence[Any], out: Any) -> Fastpath 
             return None
     if not all(s.is_fully_addressable for s in entry.shardings):
         return None
-    out_impls, out_def = tu.dispatch_registry.flatten(out)
-    if not all(type(o) is _ArrayImplType for o in out_impls):
+    outs, out_def = tu.dispatch_registry.flatten(out, _is_array)
+    if not all(type(o) is Array for o in outs):
         return None
+    out_impls = [o._arr for o in outs]
     kept = range(entry.n) if entry.kept is None else entry.kept
     kept_set = set(kept)
     return Fastpath(
         xla_executable=entry.loaded,
-        out_pytree_def=out_def,
+        out_pytree_def=out_def.compose(_RESULT_DEF),
         in_shardings=[entry.shardings[i] for i in kept],
         out_shardings=[o._sharding for o in out_impls],
         out_avals=[o.aval for o in out_impls],
@@ -98,7 +99,20 @@ def fastpath_for(entry: FastEntry, leaves: Sequence[Any], out: Any) -> Fastpath 
         const_args=[])
 
 
-_ArrayImplType: Any = _jax.ArrayImpl
+def _is_array(x: Any) -> bool:
+    return type(x) is Array
+
+
+class _Result:
+    """Stands for one result in a fastpath's output tree: a node whose one
+    leaf is the ``ArrayImpl`` the C++ path made, rebuilt as an ``Array``."""
+
+    __slots__ = ()
+
+
+tu.dispatch_registry.register_dataclass_node(Array, ["_arr"], [])
+tu.dispatch_registry.register_node(_Result, lambda _: ((0,), None), array_from_children)
+_RESULT_DEF: Any = tu.dispatch_registry.flatten(_Result(), _is_array)[1]
 
 
 def _shard_arg_fallback(x: Any, sharding: Any, layout: Any) -> Any:
