@@ -155,3 +155,63 @@ def test_a_hit_is_silent(explain: pytest.LogCaptureFixture) -> None:
     explain.clear()
     pmap(double)(X)
     assert not [r for r in explain.records if r.name == "lamina.cache"]
+
+
+# --- the C++ dispatch path in front of pmap -------------------------------------------------
+@pytest.fixture
+def python_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the pmap calls that reach lamina's Python path."""
+    from lamina_interpreters_pxla.pmap import PmapFunction
+    count = [0]
+    original = PmapFunction._call
+
+    def counting_call(self: Any, args: Any, kwargs: Any) -> Any:
+        count[0] += 1
+        return original(self, args, kwargs)
+
+    monkeypatch.setattr(PmapFunction, "_call", counting_call)
+    return count
+
+
+def test_cached_calls_stay_in_cpp(python_calls: list[int]) -> None:
+    f = pmap(lambda x, t: {"s": lax.psum(x, "i") + t["a"]}, axis_name="i")
+    a = f(X, {"a": X})["s"]
+    assert python_calls[0] == 1
+    f(a, {"a": a})  # Arrays: a new signature, placed as the program wants
+    assert python_calls[0] == 2
+    for _ in range(4):
+        out = f(a, {"a": a})
+    assert python_calls[0] == 2
+    first = X.sum(0) + X
+    np.testing.assert_allclose(np.asarray(out["s"]), first.sum(0) + first)
+    assert isinstance(out["s"], px.Array)
+
+
+def test_layout_switch_after_a_fastpath() -> None:
+    f = pmap(lambda x: x * 2)
+    with chunked_shards_scope(True):
+        a = f(X)
+        assert isinstance(f(a).sharding, NamedSharding)
+        assert isinstance(f(a).sharding, NamedSharding)
+    with chunked_shards_scope(False):
+        assert isinstance(f(a).sharding, PmapSharding)
+        assert isinstance(f(a).sharding, PmapSharding)
+
+
+def test_concrete_pmap_call_under_a_staging_trace_is_staged() -> None:
+    from lamina_tracing_core import api
+    f = pmap(lambda x: x + 1)
+    a = f(X)
+    f(a)
+    f(a)
+    assert "pmap" in str(api.make_jaxpr(lambda: f(a))())
+
+
+def test_deleted_argument_after_a_fastpath() -> None:
+    f = pmap(lambda x: x + 1)
+    a = f(X)
+    f(a)
+    f(a)
+    a.delete()
+    with pytest.raises(px.DeletedArrayError, match="deleted"):
+        f(a)

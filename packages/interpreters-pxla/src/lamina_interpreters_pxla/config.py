@@ -88,6 +88,9 @@ class RuntimeConfig:
         self.platforms: str | None = _check_platforms(os.environ.get("LAMINA_PLATFORMS"))
         self.pmap_chunked_shards: bool = _parse_flag(
             "LAMINA_PMAP_CHUNKED_SHARDS", os.environ.get("LAMINA_PMAP_CHUNKED_SHARDS"), True)
+        #: called with (name, value) after every change (the C++ dispatch
+        #: cache keys on the live settings)
+        self.update_hooks: list[Callable[[str, Any], None]] = []
 
     def _set_frozen_check(self, is_frozen: Callable[[], bool]) -> None:
         """The backends module says how to tell whether clients exist."""
@@ -112,6 +115,8 @@ class RuntimeConfig:
                     f"config.update({name!r}, ...) must run before the first backend is "
                     "created (before any device, array or computation is used)")
             setattr(self, name, checked)
+        for hook in self.update_hooks:
+            hook(name, checked)
 
     def platform_list(self) -> list[str] | None:
         """``platforms`` as a list, or ``None`` when unset."""

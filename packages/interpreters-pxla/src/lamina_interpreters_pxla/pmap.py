@@ -25,6 +25,7 @@ the executable.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
 
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array
+from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
 from lamina_interpreters_pxla.pmap_config import chunked_shards
 from lamina_interpreters_pxla.pmap_execution import (
     PmapCallParams,
@@ -66,7 +68,7 @@ def pmap(fun: Callable[..., Any], axis_name: Hashable | None = None, *,
          static_broadcasted_argnums: int | Iterable[int] = (),
          devices: Sequence[Any] | None = None, backend: str | None = None,
          axis_size: int | None = None,
-         donate_argnums: int | Iterable[int] = ()) -> PmapFunction:
+         donate_argnums: int | Iterable[int] = ()) -> Any:
     """Parallel map of ``fun`` over an axis of its arguments, one replica per device.
 
     Args:
@@ -96,8 +98,9 @@ def pmap(fun: Callable[..., Any], axis_name: Hashable | None = None, *,
       donate_argnums: positional arguments whose buffers the computation may
         reuse for its results (they are invalid afterwards).
 
-    Returns a :class:`PmapFunction`: call it like ``fun``, or stage it with
-    ``.trace(*args)`` / ``.lower(*args)``. With ``pmap_chunked_shards`` on (the
+    Returns a function to call like ``fun`` (jaxlib's C++ dispatch function
+    in front of a :class:`PmapFunction`, or the latter itself with static or
+    donated arguments); stage it with ``.trace(*args)`` / ``.lower(*args)``. With ``pmap_chunked_shards`` on (the
     default) the results' shards keep the stacked rank (``[1, 100]``) and carry
     an ordinary ``NamedSharding``; off, they drop the mapped axis and carry a
     ``PmapSharding``.
@@ -119,8 +122,27 @@ def pmap(fun: Callable[..., Any], axis_name: Hashable | None = None, *,
         axis_size = operator.index(axis_size)
         if axis_size < 1:
             raise ValueError(f"pmap axis_size must be a positive int, got {axis_size}")
-    return PmapFunction(fun, axis_name, in_axes=in_axes, out_axes=out_axes, static=static,
-                        devices=devices, backend=backend, axis_size=axis_size, donate=donate)
+    mapped = PmapFunction(fun, axis_name, in_axes=in_axes, out_axes=out_axes, static=static,
+                          devices=devices, backend=backend, axis_size=axis_size, donate=donate)
+    return _callable_of(mapped)
+
+
+_pmap_ids = itertools.count()
+
+
+def _callable_of(mapped: PmapFunction) -> Any:
+    """What ``pmap`` returns: jaxlib's C++ jit function in front of
+    ``mapped`` (see ``cpp_dispatch``), carrying its stages as attributes; or
+    ``mapped`` itself when static or donated arguments keep calls in Python."""
+    if mapped._static or mapped._donate:
+        return mapped
+    cpp = new_cpp_function(mapped._name, mapped._fun, mapped._cache_miss, (), (),
+                           ("lamina.pmap", next(_pmap_ids)))
+    functools.update_wrapper(cpp, mapped._fun, updated=())
+    cpp.trace = mapped.trace
+    cpp.lower = mapped.lower
+    cpp._pmapped = mapped  # the Python side, for introspection and tests
+    return cpp
 
 
 def _check_axes_spec(what: str, spec: Any) -> None:
@@ -183,13 +205,27 @@ class PmapFunction:
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(args, kwargs)[0]
+
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+              ) -> tuple[Any, PmapExecutable | None, list[Any]]:
+        """The result, the executable that ran it (None when the call was
+        staged) and the flat dynamic arguments."""
         key = self._fast_key(args, kwargs)
         if key is not None:
             entry = self._fast.get(key[0])
             if entry is not None:
                 exe, out_tree = entry
-                return tree_util.tree_unflatten(out_tree, exe.call_flat(key[1]))
-        return self._call_slow(args, kwargs, None if key is None else key[0])
+                return tree_util.tree_unflatten(out_tree, exe.call_flat(key[1])), exe, key[1]
+        return self._call_slow(args, kwargs, key)
+
+    def _cache_miss(self, *args: Any, **kwargs: Any) -> tuple[Any, Fastpath | None, bool]:
+        """The C++ function's miss: the Python path, and the fastpath for a
+        plain call (every argument an Array placed as the program wants)."""
+        out, exe, flat = self._call(args, kwargs)
+        if exe is None or exe._select is not None:
+            return out, None, False
+        return out, fastpath(exe.loaded, flat, exe.in_shardings, exe.kept_var_idx, out), False
 
     def _fast_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                   ) -> tuple[Hashable, list[Any]] | None:
@@ -226,19 +262,21 @@ class PmapFunction:
         return key, flat
 
     def _call_slow(self, args: tuple[Any, ...], kwargs: dict[str, Any],
-                   key: Hashable | None) -> Any:
+                   key: tuple[Hashable, list[Any]] | None
+                   ) -> tuple[Any, PmapExecutable | None, list[Any]]:
         call = self._prepare(args, kwargs)
         if key is None:
             outs = pmap_p.bind(call.fun, *call.flat_args, **call.params)
-            return tree_util.tree_unflatten(call.out_tree(), outs)
+            return tree_util.tree_unflatten(call.out_tree(), outs), None, []
         with capture_executable() as box:
             outs = pmap_p.bind(call.fun, *call.flat_args, **call.params)
         out_tree = call.out_tree()
-        if box:
+        exe = box[0] if box else None
+        if exe is not None:
             if len(self._fast) >= _FAST_CACHE_SIZE:
                 self._fast.pop(next(iter(self._fast)))
-            self._fast[key] = (box[0], out_tree)
-        return tree_util.tree_unflatten(out_tree, outs)
+            self._fast[key[0]] = (exe, out_tree)
+        return tree_util.tree_unflatten(out_tree, outs), exe, key[1]
 
     # -- staging ---------------------------------------------------------------------------
     def trace(self, *args: Any, **kwargs: Any) -> Traced:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
+from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
 from lamina_interpreters_pxla.sharding import ShardingError, single_device_sharding
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
@@ -42,7 +43,6 @@ from lamina_tracing_core.core import EvalTrace, Tracer
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 
 from lamina_sharded_jit.settings import jit_disabled
-from lamina_sharded_jit.cpp_path import Fastpath, fastpath_for, new_cpp_function
 from lamina_sharded_jit.dispatch import (
     MISS,
     FastEntry,
@@ -418,11 +418,14 @@ class Jitted:
 
     def _cache_miss(self, *args: Any, **kwargs: Any) -> tuple[Any, Fastpath | None, bool]:
         """The C++ function's miss: the Python path, and the fastpath for the
-        call's signature when the call was a plain one (see ``cpp_path``)."""
+        call's signature when the call was a plain one (see
+        ``lamina_interpreters_pxla.cpp_dispatch``)."""
         out, entry = self._python_call(args, kwargs)
-        if entry is None:
+        if entry is None or entry.donated_kept:  # donations are recorded in Python
             return out, None, False
-        return out, fastpath_for(entry, _flatten((args, kwargs))[0], out), False
+        kept = range(entry.n) if entry.kept is None else entry.kept
+        return out, fastpath(entry.loaded, _flatten((args, kwargs))[0], entry.shardings, kept,
+                             out), False
 
     def _call_cached_entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                            ) -> tuple[Any, FastEntry | None]:

@@ -1,14 +1,13 @@
-"""jit's C++ fast path: jaxlib's ``pjit`` function object, fed by lamina.
+"""Cached calls in C++: jaxlib's ``pjit`` function object, fed by lamina.
 
 jaxlib offers a C++ callable (``_jax.pjit``) that keeps a cache from call
-signatures (the argument tree, static arguments, and per array its dtype,
-shape, weak type, sharding and committed flag) to a *fastpath*: the loaded
-executable with what wrapping its results needs. A call whose signature is
-in the cache runs without Python; any other call goes to ``cache_miss``,
-which is lamina's Python path (:mod:`lamina_sharded_jit.api`). The miss
-answers with the results and, when the call was a plain one, the fastpath
-for its signature (:func:`fastpath_for`); ``None`` keeps that signature on
-the Python path.
+signatures (the argument tree, and per array its dtype, shape, weak type,
+sharding and committed flag) to a *fastpath*: the loaded executable with what
+wrapping its results needs. A call whose signature is in the cache runs
+without Python; any other call goes to ``cache_miss``, the caller's Python
+path (jit's in sharded-jit, pmap's here). The miss answers with the results
+and, when the call was a plain one, the fastpath for its signature
+(:func:`fastpath`); ``None`` keeps that signature on the Python path.
 
 Lamina's ``Array`` wraps an ``ArrayImpl``, and the C++ path only takes
 ``ArrayImpl``s. The arguments are therefore parsed with
@@ -17,13 +16,14 @@ whose one child is its ``_arr`` (read in C++, no Python call). The results'
 tree has a :class:`_Result` node in place of each array, whose unflatten
 wraps the ``ArrayImpl`` the C++ path made in an ``Array``.
 
-The C++ function is what ``jit`` returns, with no Python frame in front of
-it, so the state a lamina call depends on besides its arguments is kept in
+The C++ function is what ``jit`` and ``pmap`` return, with no Python frame in
+front of it, so the state a call depends on besides its arguments is kept in
 jaxlib configs that are part of the C++ cache key: whether a staging trace is
-this thread's dynamic trace (tracing-core's ``staging_hooks``), the x64 flag
-(``dtypes.x64_hooks``) and ``disable_jit`` (:mod:`lamina_sharded_jit.settings`).
-A call in any other state than the one a fastpath was made in is a miss,
-and the Python path stages the call, or runs the body eagerly.
+this thread's dynamic trace (tracing-core's ``staging_hooks``), the x64
+flag (``dtypes.x64_hooks``) and pmap's layout (``pmap_chunked_shards``);
+layers above add theirs (jit's ``disable_jit``).
+A call in any other state than the one a fastpath was made in is a miss, and
+the Python path stages the call, or runs it as that state says.
 """
 
 from __future__ import annotations
@@ -32,15 +32,16 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from lamina_interpreters_pxla._jaxlib import _jax
-from lamina_interpreters_pxla.array import Array, array_from_children
-from lamina_interpreters_pxla.transfer import shard_args
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import core, dtypes
 
-from lamina_sharded_jit.dispatch import FastEntry
+from lamina_interpreters_pxla._jaxlib import _jax
+from lamina_interpreters_pxla.array import Array, array_from_children
+from lamina_interpreters_pxla.config import config
+from lamina_interpreters_pxla.layouts import has_custom_layout
+from lamina_interpreters_pxla.transfer import shard_args
 
-__all__ = ["Fastpath", "fastpath_for", "new_cpp_function"]
+__all__ = ["Fastpath", "fastpath", "new_cpp_function"]
 
 
 class Fastpath(NamedTuple):
@@ -57,44 +58,45 @@ class Fastpath(NamedTuple):
     const_args: list[Any]
 
 
-def fastpath_for(entry: FastEntry, leaves: Sequence[Any], out: Any) -> Fastpath | None:
-    """The fastpath for a call that ``entry`` just ran on the flat dynamic
-    arguments ``leaves`` and that returned ``out``; ``None`` if the call
-    needed more than the C++ path does.
+def fastpath(loaded: Any, leaves: Sequence[Any], in_shardings: Sequence[Any],
+             kept: Sequence[int], out: Any) -> Fastpath | None:
+    """The fastpath for a call that just ran ``loaded`` on the flat dynamic
+    arguments ``leaves`` (``in_shardings`` are the program's, one per flat
+    argument; ``kept`` the arguments it takes) and returned the pytree
+    ``out``; ``None`` if the call needed more than the C++ path does.
 
     The C++ path passes arguments to the executable as they are, so every
-    argument must be a committed-as-recorded, live lamina ``Array`` already
-    placed as the executable wants it; donation stays on the Python path
-    (it records which call consumed the buffers, for later errors), and so do
-    programs spanning other processes.
+    argument must be a live lamina ``Array`` already placed as the program
+    wants it, with the default layout; programs spanning other processes
+    stay on the Python path. (Callers keep donating calls on their Python
+    path too: it records which call consumed the buffers, for later errors.)
     """
-    if entry.donated_kept or not leaves or len(leaves) != entry.n:
+    if not leaves or len(leaves) != len(in_shardings):
         return None
-    for x, sharding, committed in zip(leaves, entry.shardings, entry.committed):
+    for x, sharding in zip(leaves, in_shardings):
         if type(x) is not Array:
             return None
         impl = x._arr
-        if impl._committed is not committed or impl.is_deleted():
+        if impl.is_deleted() or has_custom_layout(impl):
             return None
         s = impl._sharding
         if s is not sharding and s != sharding:
             return None
-    if not all(s.is_fully_addressable for s in entry.shardings):
+    if not all(s.is_fully_addressable for s in in_shardings):
         return None
     outs, out_def = tu.dispatch_registry.flatten(out, _is_array)
     if not all(type(o) is Array for o in outs):
         return None
     out_impls = [o._arr for o in outs]
-    kept = range(entry.n) if entry.kept is None else entry.kept
     kept_set = set(kept)
     return Fastpath(
-        xla_executable=entry.loaded,
+        xla_executable=loaded,
         out_pytree_def=out_def.compose(_RESULT_DEF),
-        in_shardings=[entry.shardings[i] for i in kept],
+        in_shardings=[in_shardings[i] for i in kept],
         out_shardings=[o._sharding for o in out_impls],
         out_avals=[o.aval for o in out_impls],
         out_committed=[bool(o._committed) for o in out_impls],
-        kept_var_bitvec=[i in kept_set for i in range(entry.n)],
+        kept_var_bitvec=[i in kept_set for i in range(len(leaves))],
         in_device_local_layouts=[None] * len(kept_set),
         const_args=[])
 
@@ -117,11 +119,11 @@ _RESULT_DEF: Any = tu.dispatch_registry.flatten(_Result(), _is_array)[1]
 
 def _shard_arg_fallback(x: Any, sharding: Any, layout: Any) -> Any:
     """Places an argument the C++ path cannot pass as is (it never should:
-    :func:`fastpath_for` only accepts placed Arrays)."""
+    :func:`fastpath` only accepts placed Arrays)."""
     del layout
     if type(x) is Array:
         x = x._arr
-    return shard_args([x], [sharding], committed=[False], what="jit")[0]
+    return shard_args([x], [sharding], committed=[False], what="a cached call")[0]
 
 
 def new_cpp_function(name: str, fun: Callable[..., Any], cache_miss: Callable[..., Any],
@@ -139,8 +141,18 @@ def new_cpp_function(name: str, fun: Callable[..., Any], cache_miss: Callable[..
 _STAGING: Any = _jax.config.Config("lamina_jit_staging", False, include_in_jit_key=True)
 _X64: Any = _jax.config.Config("lamina_jit_x64", dtypes.x64_state.enabled,
                                include_in_jit_key=True)
+_PMAP_CHUNKED: Any = _jax.config.Config("lamina_pmap_chunked_shards",
+                                        config.pmap_chunked_shards, include_in_jit_key=True)
 core.staging_hooks.append(_STAGING.set_local)
 dtypes.x64_hooks.append(_X64.set_global)
+
+
+def _mirror_runtime_setting(name: str, value: Any) -> None:
+    if name == "pmap_chunked_shards":
+        _PMAP_CHUNKED.set_global(value)
+
+
+config.update_hooks.append(_mirror_runtime_setting)
 
 _states_installed = False
 
