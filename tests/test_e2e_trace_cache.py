@@ -108,10 +108,6 @@ def test_strong_float32_traces_once_more():
     assert weak.weak_type and not strong.weak_type
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "make_jaxpr (tracing-core api) re-traces on every call instead of sharing jit's trace "
-    "cache (sharded-jit); DESIGN 'JAX conventions': make_jaxpr, eval_shape and jit share "
-    "the tracing cache; JAX 0.10 traces once here"))
 def test_make_jaxpr_shares_the_jit_cache():
     fun = Counted()
     lx.jit(fun)(X)

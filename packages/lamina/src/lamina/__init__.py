@@ -24,7 +24,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "jacfwd": ("lamina_tracing_core.api", "jacfwd"),
     "jacrev": ("lamina_tracing_core.api", "jacrev"),
     "hessian": ("lamina_tracing_core.api", "hessian"),
-    "make_jaxpr": ("lamina_tracing_core.api", "make_jaxpr"),
+    "make_jaxpr": ("lamina_sharded_jit.api", "make_jaxpr"),
     "ShapeDtypeStruct": ("lamina_tracing_core.api", "ShapeDtypeStruct"),
     "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
     "remat": ("lamina_tracing_core.checkpoint", "remat"),

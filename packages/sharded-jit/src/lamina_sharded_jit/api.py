@@ -61,7 +61,7 @@ from lamina_sharded_jit.shardings import (
 from lamina_sharded_jit.tracing import fresh_tracing, trace_pjit, tracing_context
 
 __all__ = ["JitInfo", "Jitted", "PjitParams", "ShapeDtypeStruct", "eval_shape", "infer_params",
-           "jit"]
+           "jit", "make_jaxpr"]
 
 _flatten = tu.registry.flatten
 _trace_state = core._state
@@ -607,6 +607,36 @@ def _callable_of(jitted: Jitted) -> Any:
     cpp._jitted = jitted  # the Python side, for introspection and tests
     jitted._cpp = cpp
     return cpp
+
+
+def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[Any, int]] | None = None,
+               return_shape: bool = False, abstracted_axes: Any = None
+               ) -> Callable[..., Any]:
+    """tracing-core's ``make_jaxpr`` (same arguments and results), except that
+    a call at top level goes through ``jit(fun).trace`` and so shares jit's
+    tracing cache, as in JAX: ``jit(f)(x)`` then ``make_jaxpr(f)(x)`` traces
+    ``f`` once. Calls under a transformation (which may close over its
+    tracers) and calls with ``axis_env`` trace directly."""
+    direct = tc_api.make_jaxpr(fun, static_argnums=static_argnums, axis_env=axis_env,
+                               return_shape=return_shape, abstracted_axes=abstracted_axes)
+    if axis_env:
+        return direct
+    jitted = jit(fun, static_argnums=static_argnums)
+
+    @functools.wraps(fun)
+    def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
+        if core.cur_level() != 0 or not at_top_level():
+            return direct(*args, **kwargs)
+        traced = jitted.trace(*args, **kwargs)
+        if return_shape:
+            shapes = [tc_api.ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type)
+                      for o in traced.flat_out_info]
+            return traced.jaxpr, tu.tree_unflatten(traced.out_tree, shapes)
+        return traced.jaxpr
+
+    make_jaxpr_f.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
+    return make_jaxpr_f
 
 
 def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
