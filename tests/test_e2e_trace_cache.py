@@ -4,7 +4,6 @@ Python counter in its body. Expected counts are JAX 0.10's."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import lamina as lx
 import lamina.numpy as jnp
