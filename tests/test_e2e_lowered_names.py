@@ -238,10 +238,6 @@ def test_grad_of_pmap_names_cotangents(devices8):
     np.testing.assert_allclose(np.asarray(value['a']), np.cos(XP['a']) * YP[0], rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tracing-core partial_eval._partial_eval_map names every pmap residual None, even one "
-    "that is the known input y[0]; INTERNALS.md (and jit's partial eval) name it "
-    "'residual(y[0])'"))
 def test_grad_of_pmap_names_input_residuals_like_jit(devices8):
     known, transposed = _inner_pmap_infos(lx.grad(lambda a, b: lx.pmap(h)(a, b).sum()), XP, YP)
     assert "residual(y[0])" in known.result_paths

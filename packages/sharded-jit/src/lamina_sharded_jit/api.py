@@ -12,7 +12,9 @@ cache, :mod:`lamina_sharded_jit.tracing`). The call binds ``pjit_p``, so jit
 nests inside every transformation; at top level it runs the compiled program
 directly and records a :class:`~lamina_sharded_jit.dispatch.FastEntry`, so
 a later call with the same signature only checks the arguments, runs the
-executable and wraps the outputs.
+executable and wraps the outputs. ``jit`` hands out jaxlib's C++ function in
+front of all this (``lamina_interpreters_pxla.cpp_dispatch``): once a plain
+call has run, its signature is served in C++ without entering Python.
 
 ``jit(f).trace(*args)``, ``.lower(*args)`` and ``.eval_shape(*args)`` give
 the ahead-of-time stages (:mod:`lamina_sharded_jit.stages`) and abstract

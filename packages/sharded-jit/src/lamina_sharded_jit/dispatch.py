@@ -1,4 +1,11 @@
-"""jit's cached-call path: signature check, batched argument placement, run.
+"""jit's cached Python path: signature check, batched argument placement, run.
+
+Most cached calls never get here: ``jit`` returns jaxlib's C++ function
+(``lamina_interpreters_pxla.cpp_dispatch``), which runs a known signature
+itself. The C++ function falls back to Python for the calls it cannot take:
+functions with static arguments, host values (numpy arrays, Python scalars)
+and uncommitted arrays that must move, donation, and any first call of a
+signature. Those calls use this module.
 
 After the first call of a jitted function with a given signature, the
 function keeps a :class:`FastEntry` under the argument tree structure (and
@@ -11,12 +18,6 @@ devices) in one batched ``shard_args`` call, runs the executable and wraps
 the outputs. Anything unexpected (another signature, a tracer, a deleted
 array, an execution error) returns :data:`MISS` and the caller takes the full
 path, which raises the clear error or builds a new entry.
-
-Why Python and not jaxlib's C++ ``pjit``: lamina's ``Array`` wraps an
-``ArrayImpl``, so the C++ path would need a Python pre-pass to unwrap the
-arguments and another to wrap the results, and on this jaxlib a C++ ``pjit``
-call over ``ArrayImpl``s alone measured slower than ``execute_sharded`` plus
-``consume_with_handlers`` from Python (see the package README for figures).
 
 Avals are interned (:func:`canonical_aval`): equal avals are the same object,
 so the signature check is mostly identity comparisons, including for results

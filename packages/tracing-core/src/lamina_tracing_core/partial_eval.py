@@ -913,7 +913,7 @@ def partial_eval_jaxpr_nounits(closed_jaxpr: ClosedJaxpr, unknowns: Sequence[boo
 # --- partial evaluation of map primitives (pmap) ------------------------------------------------
 def _partial_eval_map_body(inner: Callable[..., Any], store: Any, main: MainTrace,
                            in_knowns: tuple[bool, ...], in_avals: tuple[ShapedArray, ...],
-                           *known_vals: Any) -> list[Any]:
+                           known_names: tuple[str | None, ...], *known_vals: Any) -> list[Any]:
     trace = main.trace
     assert isinstance(trace, JaxprTrace)
     known_iter = iter(known_vals)
@@ -925,8 +925,18 @@ def _partial_eval_map_body(inner: Callable[..., Any], store: Any, main: MainTrac
     unknown_in = [t for t, k in zip(in_tracers, in_knowns) if not k]
     unknown_out = [t for t in out_tracers if not t.is_known()]
     jaxpr, residuals, env = tracers_to_jaxpr(unknown_in, unknown_out, allow_env=True)
-    store.store((out_knowns, [t.aval for t in unknown_out], jaxpr, len(residuals), env))
+    res_names = tuple(_residual_name(r, known_vals, known_names) for r in residuals)
+    store.store((out_knowns, [t.aval for t in unknown_out], jaxpr, res_names, env))
     return [t.pval.const for t in out_tracers if t.is_known()] + list(residuals)
+
+
+def _residual_name(residual: Any, known_vals: Sequence[Any],
+                   known_names: Sequence[str | None]) -> str | None:
+    """``residual(x)`` when the residual is the known input ``x`` itself."""
+    for value, name in zip(known_vals, known_names):
+        if residual is value:
+            return None if name is None else f"residual({name})"
+    return None
 
 
 def _partial_eval_map(trace: JaxprTrace, primitive: Primitive, fun: WrappedFun,
@@ -937,25 +947,26 @@ def _partial_eval_map(trace: JaxprTrace, primitive: Primitive, fun: WrappedFun,
     in_knowns = tuple(t.is_known() for t in tracers)
     in_avals = tuple(core.mapped_aval(axis_size, ax, t.aval) if not k else t.aval
                      for t, ax, k in zip(tracers, in_axes, in_knowns))
-    body, aux = transformation_with_aux(_partial_eval_map_body, fun, trace.main, in_knowns,
-                                        in_avals)
     dbg = fun.debug_info
+    names = dbg.safe_arg_names(len(tracers)) if dbg is not None else (None,) * len(tracers)
+    known_names = tuple(n for n, k in zip(names, in_knowns) if k)
+    body, aux = transformation_with_aux(_partial_eval_map_body, fun, trace.main, in_knowns,
+                                        in_avals, known_names)
     if dbg is not None:
         def known_paths() -> tuple[str | None, ...]:
-            out_knowns, _, _, n_res, _ = aux()
+            out_knowns, _, _, res_names, _ = aux()
             paths = dbg.safe_result_paths(len(out_knowns))
-            return tuple(p for p, k in zip(paths, out_knowns) if k) + (None,) * int(n_res)
+            return tuple(p for p, k in zip(paths, out_knowns) if k) + tuple(res_names)
 
-        body = body.replace_debug_info(dbg.replace(
-            arg_names=tuple(n for n, k in zip(dbg.safe_arg_names(len(tracers)), in_knowns)
-                            if k), result_paths=known_paths))
+        body = body.replace_debug_info(dbg.replace(arg_names=known_names,
+                                                   result_paths=known_paths))
     out_axes_thunk = params["out_axes_thunk"]
 
     def known_out_axes() -> tuple[int | None, ...]:
-        out_knowns, _, _, n_res, _ = aux()
+        out_knowns, _, _, res_names, _ = aux()
         known_axes: tuple[int | None, ...] = tuple(
             ax for ax, k in zip(out_axes_thunk(), out_knowns) if k)
-        return known_axes + (0,) * int(n_res)
+        return known_axes + (0,) * len(res_names)
 
     known_params = {k: v for k, v in params.items()}
     known_params.update(in_axes=tuple(ax for ax, k in zip(in_axes, in_knowns) if k),
@@ -964,7 +975,8 @@ def _partial_eval_map(trace: JaxprTrace, primitive: Primitive, fun: WrappedFun,
         primitive, known_params, [i for i, k in enumerate(in_knowns) if k])
     outs = primitive.bind(body, *[t.pval.const for t in tracers if t.is_known()],
                           **known_params)
-    out_knowns, out_avals_mapped, jaxpr, n_res, env = aux()
+    out_knowns, out_avals_mapped, jaxpr, res_names, env = aux()
+    n_res = len(res_names)
     known_outs, residuals = outs[:len(outs) - n_res], outs[len(outs) - n_res:]
     out_axes = tuple(out_axes_thunk())
     staged_out_axes = tuple(ax for ax, k in zip(out_axes, out_knowns) if not k)
@@ -973,10 +985,9 @@ def _partial_eval_map(trace: JaxprTrace, primitive: Primitive, fun: WrappedFun,
                       + tuple(ax for ax, k in zip(in_axes, in_knowns) if not k))
     call_jaxpr = convert_constvars_jaxpr(jaxpr)
     if dbg is not None:
-        names = dbg.safe_arg_names(len(tracers))
         paths = dbg.safe_result_paths(len(out_knowns))
         call_jaxpr = call_jaxpr.replace(debug_info=JaxprDebugInfo(
-            dbg.traced_for, dbg.func_src_info, (None,) * (n_res + len(env)) + tuple(
+            dbg.traced_for, dbg.func_src_info, tuple(res_names) + (None,) * len(env) + tuple(
                 n for n, k in zip(names, in_knowns) if not k),
             tuple(p for p, k in zip(paths, out_knowns) if not k)))
     staged_params = {k: v for k, v in params.items() if k != "out_axes_thunk"}
