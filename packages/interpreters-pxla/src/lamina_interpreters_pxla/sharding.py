@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -442,14 +443,39 @@ def _ids_or_none(ids: tuple[int, ...]) -> tuple[int, ...] | None:
 
 
 # --- the sharding classes ------------------------------------------------------
+#: the interned SingleDeviceShardings, by (class, device, memory kind)
+_interned_single: weakref.WeakValueDictionary[tuple[Any, ...], Any] = (
+    weakref.WeakValueDictionary())
+
 class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
-    """All of the array on one device."""
+    """All of the array on one device.
+
+    Instances are interned: equal shardings are one object, so hashing and
+    comparing them is by identity, in C. jaxlib's C++ dispatch hashes every
+    argument's sharding on every cached call, and its own C++ hash only
+    applies to jaxlib's exact classes, not to lamina's subclasses.
+    """
 
     _min_rank = 0
 
+    def __new__(cls, device: Device, *, memory_kind: str | None = None) -> SingleDeviceSharding:
+        # The key uses the memory kind as jaxlib canonicalizes it (None becomes
+        # the device's default), so the base is initialized here first.
+        obj: SingleDeviceSharding = super().__new__(cls, device, memory_kind)
+        _jax.SingleDeviceSharding.__init__(obj, device, memory_kind)
+        key = (cls, device, obj._memory_kind)
+        hit = _interned_single.get(key)
+        if hit is not None:
+            return hit
+        _interned_single[key] = obj
+        return obj
+
     def __init__(self, device: Device, *, memory_kind: str | None = None):
-        super().__init__(device, memory_kind)
-        self._hash = hash((device, self._memory_kind))
+        pass  # initialized (or found) by __new__
+
+    # identity, in C: instances are interned
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
 
     def _to_xla_hlo_sharding(self, ndim: int) -> HloSharding:
         return _REPLICATED_HLO
@@ -463,15 +489,6 @@ class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
 
     def with_memory_kind(self, kind: str | None) -> SingleDeviceSharding:
         return SingleDeviceSharding(self._device, memory_kind=kind)
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        return (type(other) is SingleDeviceSharding and self._device == other._device
-                and self._memory_kind == other._memory_kind)
-
-    def __hash__(self) -> int:
-        return self._hash
 
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self._memory_kind})"

@@ -624,13 +624,19 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
                                return_shape=return_shape, abstracted_axes=abstracted_axes)
     if axis_env:
         return direct
-    jitted = jit(fun, static_argnums=static_argnums)
+    jitted: list[Jitted] = []  # made on the first call at top level
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
         if core.cur_level() != 0 or not at_top_level():
             return direct(*args, **kwargs)
-        traced = jitted.trace(*args, **kwargs)
+        if not jitted:
+            jitted.append(Jitted(make_jit_info(
+                fun, in_shardings=None, out_shardings=None, static_argnums=static_argnums,
+                static_argnames=None, donate_argnums=None, donate_argnames=None,
+                keep_unused=False, device=None, backend=None, inline=False,
+                compiler_options=None)))
+        traced = jitted[0].trace(*args, **kwargs)
         if return_shape:
             shapes = [tc_api.ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type)
                       for o in traced.flat_out_info]
