@@ -464,7 +464,7 @@ class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
         obj: SingleDeviceSharding = super().__new__(cls, device, memory_kind)
         _jax.SingleDeviceSharding.__init__(obj, device, memory_kind)
         key = (cls, device, obj._memory_kind)
-        hit = _interned_single.get(key)
+        hit: SingleDeviceSharding | None = _interned_single.get(key)
         if hit is not None:
             return hit
         _interned_single[key] = obj
