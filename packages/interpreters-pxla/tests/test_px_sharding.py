@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import numpy as np
 import pytest
@@ -247,3 +248,26 @@ def test_pmap_sharding() -> None:
     assert chunked == PmapSharding.default((8, 3)) and chunked != unstacked
     with pytest.raises(ShardingError, match="8 shards need as many devices"):
         PmapSharding(devs[:4], PmapShardingSpec(8))
+
+
+def test_single_device_shardings_are_interned() -> None:
+    import threading
+
+    devices = px.devices()
+    a = px.SingleDeviceSharding(devices[0])
+    b = px.SingleDeviceSharding(devices[0], memory_kind=a.memory_kind)
+    assert a is b and a == b and hash(a) == hash(b)
+    if len(devices) > 1:
+        c = px.SingleDeviceSharding(devices[1])
+        assert c is not a and c != a and len({a, b, c}) == 2
+    found: list[Any] = []
+
+    def make() -> None:
+        found.extend(px.SingleDeviceSharding(devices[-1]) for _ in range(200))
+
+    threads = [threading.Thread(target=make) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(s) for s in found}) == 1

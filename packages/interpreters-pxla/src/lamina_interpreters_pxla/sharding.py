@@ -446,6 +446,7 @@ def _ids_or_none(ids: tuple[int, ...]) -> tuple[int, ...] | None:
 #: the interned SingleDeviceShardings, by (class, device, memory kind)
 _interned_single: weakref.WeakValueDictionary[tuple[Any, ...], Any] = (
     weakref.WeakValueDictionary())
+_intern_lock = threading.Lock()
 
 class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
     """All of the array on one device.
@@ -464,10 +465,11 @@ class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
         obj: SingleDeviceSharding = super().__new__(cls, device, memory_kind)
         _jax.SingleDeviceSharding.__init__(obj, device, memory_kind)
         key = (cls, device, obj._memory_kind)
-        hit: SingleDeviceSharding | None = _interned_single.get(key)
-        if hit is not None:
-            return hit
-        _interned_single[key] = obj
+        with _intern_lock:  # two threads must not both register one key
+            hit: SingleDeviceSharding | None = _interned_single.get(key)
+            if hit is not None:
+                return hit
+            _interned_single[key] = obj
         return obj
 
     def __init__(self, device: Device, *, memory_kind: str | None = None):
