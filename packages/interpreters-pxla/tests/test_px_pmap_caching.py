@@ -215,3 +215,15 @@ def test_deleted_argument_after_a_fastpath() -> None:
     a.delete()
     with pytest.raises(px.DeletedArrayError, match="deleted"):
         f(a)
+
+
+def test_equivalent_input_sharding_is_not_moved(python_calls: list[int]) -> None:
+    """A result of another pmap (mesh axis '_pmap', not 'i') has the same
+    devices and tiling: no copy, and cached calls stay in C++."""
+    a = pmap(lambda x: x)(X)
+    f = pmap(lambda x: x + lax.psum(x, "i"), axis_name="i")
+    f(a)
+    for _ in range(3):
+        out = f(a)
+    assert python_calls[0] == 2  # the identity pmap and f's first call
+    np.testing.assert_allclose(np.asarray(out), X + X.sum(0))

@@ -67,7 +67,9 @@ def fastpath(loaded: Any, leaves: Sequence[Any], in_shardings: Sequence[Any],
 
     The C++ path passes arguments to the executable as they are, so every
     argument must be a live lamina ``Array`` already placed as the program
-    wants it, with the default layout; programs spanning other processes
+    wants it (its sharding equal or equivalent to the program's: same
+    devices, same tiling, e.g. a pmap result with another axis name), with
+    the default layout; programs spanning other processes
     stay on the Python path. (Callers keep donating calls on their Python
     path too: it records which call consumed the buffers, for later errors.)
     """
@@ -80,8 +82,9 @@ def fastpath(loaded: Any, leaves: Sequence[Any], in_shardings: Sequence[Any],
         if impl.is_deleted() or has_custom_layout(impl):
             return None
         s = impl._sharding
-        if s is not sharding and s != sharding:
-            return None
+        if s is not sharding and s != sharding and not s.is_equivalent_to(
+                sharding, len(impl.aval.shape)):
+            return None  # it must move (equivalent ones lay out the same buffers)
     if not all(s.is_fully_addressable for s in in_shardings):
         return None
     outs, out_def = tu.dispatch_registry.flatten(out, _is_array)

@@ -307,7 +307,8 @@ class PmapExecutable(Executable):
                 impl = x._arr
                 s = impl._sharding
                 want = wants[pos]
-                if ((s is want or s == want) and not impl.is_deleted()
+                if ((s is want or s == want or s.is_equivalent_to(want, len(impl.aval.shape)))
+                        and not impl.is_deleted()
                         and not has_custom_layout(impl)
                         and (not check or self._same_type(i, impl.aval))):
                     impls.append(impl)
