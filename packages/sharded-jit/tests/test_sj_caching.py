@@ -169,3 +169,37 @@ def test_clear_cache_retraces() -> None:
 
 
 import re  # noqa: E402
+
+
+def test_clear_caches_forgets_every_trace_and_program() -> None:
+    from lamina_interpreters_pxla.pmap import pmap
+    from lamina_sharded_jit.execution import stats
+    from lamina_tracing_core import lax
+
+    traces: list[str] = []
+
+    def f(x: Any) -> Any:
+        traces.append("jit")
+        return x * 2
+
+    def g(x: Any) -> Any:
+        traces.append("pmap")
+        return lax.psum(x, "i")
+
+    jf = sj.jit(f)
+    pg = pmap(g, axis_name="i")
+    x = np.ones(3, np.float32)
+    xs = np.ones((px.device_count(), 2), np.float32)
+    a = jf(px.device_put(x))
+    jf(a)
+    jf(a)
+    pg(xs)
+    pg(xs)
+    assert traces == ["jit", "pmap"]
+    compiled = stats["compilations"]
+    sj.clear_caches()
+    np.testing.assert_allclose(np.asarray(jf(a)), 4.0)
+    np.testing.assert_allclose(np.asarray(pg(xs))[0], px.device_count())
+    assert traces == ["jit", "pmap", "jit", "pmap"]
+    assert stats["compilations"] > compiled
+    assert jf._cache_size() == 1

@@ -41,7 +41,7 @@ from lamina_interpreters_pxla.config import config
 from lamina_interpreters_pxla.layouts import has_custom_layout
 from lamina_interpreters_pxla.transfer import shard_args
 
-__all__ = ["Fastpath", "fastpath", "new_cpp_function"]
+__all__ = ["Fastpath", "clear_cpp_caches", "fastpath", "new_cpp_function"]
 
 
 class Fastpath(NamedTuple):
@@ -135,8 +135,17 @@ def new_cpp_function(name: str, fun: Callable[..., Any], cache_miss: Callable[..
     """jaxlib's C++ jit callable over ``cache_miss`` (see the module docstring)."""
     _install_jit_states()
     return _jax.pjit(name, fun, cache_miss, list(static_argnums), list(static_argnames),
-                     key, tu.dispatch_registry, _shard_arg_fallback,
-                     _jax.PjitFunctionCache(64))
+                     key, tu.dispatch_registry, _shard_arg_fallback, _CPP_CACHE)
+
+
+#: The signature caches of every lamina C++ function (one LRU keyed by the
+#: function and its unique key; an entry goes with its function).
+_CPP_CACHE: Any = _jax.PjitFunctionCache(4096)
+
+
+def clear_cpp_caches() -> None:
+    """Forgets every fastpath, so the next call of each signature misses."""
+    _CPP_CACHE.clear()
 
 
 #: The parts of the C++ cache key that are not in the arguments (see the

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,13 +41,19 @@ from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
 
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array
-from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
+from lamina_interpreters_pxla.cpp_dispatch import (
+    Fastpath,
+    clear_cpp_caches,
+    fastpath,
+    new_cpp_function,
+)
 from lamina_interpreters_pxla.pmap_config import chunked_shards
 from lamina_interpreters_pxla.pmap_execution import (
     PmapCallParams,
     PmapExecutable,
     TracedPmap,
     capture_executable,
+    clear_cache,
     compile_pmap,
     devices_for,
     lower_pmap,
@@ -128,6 +135,16 @@ def pmap(fun: Callable[..., Any], axis_name: Hashable | None = None, *,
 
 
 _pmap_ids = itertools.count()
+_all_pmapped: weakref.WeakSet[PmapFunction] = weakref.WeakSet()
+
+
+def clear_pmap_caches() -> None:
+    """Forgets every pmap's compiled signatures: its dispatch cache, the
+    impl rule's trace/compile cache and the C++ fastpaths."""
+    for mapped in list(_all_pmapped):
+        mapped._fast.clear()
+    clear_cache()
+    clear_cpp_caches()
 
 
 def _callable_of(mapped: PmapFunction) -> Any:
@@ -193,6 +210,7 @@ class PmapFunction:
         # (updated=(): copying the wrapped object's __dict__ would clobber ours when
         # fun is itself a PmapFunction)
         functools.update_wrapper(self, fun, updated=())
+        _all_pmapped.add(self)
 
     def __repr__(self) -> str:
         return f"<pmap of {self._name}>"

@@ -25,6 +25,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "jacrev": ("lamina_tracing_core.api", "jacrev"),
     "hessian": ("lamina_tracing_core.api", "hessian"),
     "make_jaxpr": ("lamina_sharded_jit.api", "make_jaxpr"),
+    "clear_caches": ("lamina_sharded_jit.api", "clear_caches"),
     "ShapeDtypeStruct": ("lamina_tracing_core.api", "ShapeDtypeStruct"),
     "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
     "remat": ("lamina_tracing_core.checkpoint", "remat"),

@@ -33,8 +33,10 @@ from lamina_sharded_jit import lowering_rules as _lowering_rules  # noqa: E402,F
 from lamina_sharded_jit.api import (  # noqa: E402
     Jitted,
     ShapeDtypeStruct,
+    clear_caches,
     eval_shape,
     jit,
+    make_jaxpr,
 )
 from lamina_sharded_jit.primitive import pjit_p  # noqa: E402
 from lamina_sharded_jit.settings import config, disable_jit  # noqa: E402
@@ -46,6 +48,7 @@ from lamina_sharded_jit.stages import JitCompiled, JitLowered, JitTraced  # noqa
 
 __all__ = [
     "__version__", "Jitted", "JitCompiled", "JitLowered", "JitTraced", "ShapeDtypeStruct",
-    "config", "disable_jit", "eval_shape", "jit", "pjit_p", "sharding_constraint_p",
+    "clear_caches", "config", "disable_jit", "eval_shape", "jit", "make_jaxpr", "pjit_p",
+    "sharding_constraint_p",
     "with_sharding_constraint",
 ]

@@ -28,11 +28,13 @@ import dataclasses
 import functools
 import inspect
 import itertools
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
+from lamina_interpreters_pxla.caches import clear_caches as clear_runtime_caches
 from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
 from lamina_interpreters_pxla.sharding import ShardingError, single_device_sharding
 from lamina_linear_util import api_util
@@ -52,7 +54,8 @@ from lamina_sharded_jit.dispatch import (
     canonical_aval,
     host_or_array,
 )
-from lamina_sharded_jit.execution import CompiledProgram, pjit_call
+from lamina_sharded_jit.execution import CompiledProgram, clear_program_caches, pjit_call
+from lamina_sharded_jit.jaxpr_cache import clear_jaxpr_caches
 from lamina_sharded_jit.primitive import pjit_p
 from lamina_sharded_jit.shardings import (
     UNSPECIFIED,
@@ -62,8 +65,8 @@ from lamina_sharded_jit.shardings import (
 )
 from lamina_sharded_jit.tracing import fresh_tracing, trace_pjit, tracing_context
 
-__all__ = ["JitInfo", "Jitted", "PjitParams", "ShapeDtypeStruct", "eval_shape", "infer_params",
-           "jit", "make_jaxpr"]
+__all__ = ["JitInfo", "Jitted", "PjitParams", "ShapeDtypeStruct", "clear_caches", "eval_shape",
+           "infer_params", "jit", "make_jaxpr"]
 
 _flatten = tu.registry.flatten
 _trace_state = core._state
@@ -403,6 +406,7 @@ class Jitted:
         self._inferred: dict[Any, PjitParams] = {}
         #: jaxlib's C++ jit function in front of this object, if any
         self._cpp: Any = None
+        _all_jitted.add(self)
 
     # -- calling -------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -585,6 +589,20 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
                          keep_unused=keep_unused, device=device, backend=backend,
                          inline=inline, compiler_options=compiler_options)
     return _callable_of(Jitted(info))
+
+
+def clear_caches() -> None:
+    """Forgets every trace, lowering and compiled program (``jax.clear_caches``):
+    the next call of each jitted or pmapped function traces and compiles again."""
+    for jitted in list(_all_jitted):
+        jitted._fast.clear()
+        jitted._inferred.clear()
+    clear_jaxpr_caches()
+    clear_program_caches()
+    clear_runtime_caches()
+
+
+_all_jitted: weakref.WeakSet[Jitted] = weakref.WeakSet()
 
 
 #: what the C++ function takes over from its Jitted, as attributes
