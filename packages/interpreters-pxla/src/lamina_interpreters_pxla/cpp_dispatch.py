@@ -29,6 +29,7 @@ the Python path stages the call, or runs it as that state says.
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -134,18 +135,21 @@ def new_cpp_function(name: str, fun: Callable[..., Any], cache_miss: Callable[..
                      key: Any) -> Any:
     """jaxlib's C++ jit callable over ``cache_miss`` (see the module docstring)."""
     _install_jit_states()
-    return _jax.pjit(name, fun, cache_miss, list(static_argnums), list(static_argnames),
-                     key, tu.dispatch_registry, _shard_arg_fallback, _CPP_CACHE)
+    # A cache of its own: it goes with the function (a shared LRU would keep
+    # the executables of dead functions whose Python function lives on).
+    cpp = _jax.pjit(name, fun, cache_miss, list(static_argnums), list(static_argnames), key,
+                    tu.dispatch_registry, _shard_arg_fallback, _jax.PjitFunctionCache(8))
+    _all_cpp_functions.add(cpp)
+    return cpp
 
 
-#: The signature caches of every lamina C++ function (one LRU keyed by the
-#: function and its unique key; an entry goes with its function).
-_CPP_CACHE: Any = _jax.PjitFunctionCache(4096)
+_all_cpp_functions: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def clear_cpp_caches() -> None:
     """Forgets every fastpath, so the next call of each signature misses."""
-    _CPP_CACHE.clear()
+    for cpp in list(_all_cpp_functions):
+        cpp._clear_cache()
 
 
 #: The parts of the C++ cache key that are not in the arguments (see the
