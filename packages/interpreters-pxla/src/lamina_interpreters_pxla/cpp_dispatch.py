@@ -176,17 +176,18 @@ _states_installed = False
 def _install_jit_states() -> None:
     """The C++ jit reads three process-wide configuration slots (x64,
     disable_jit, a post-call hook) and refuses to run until they are set.
-    JAX sets them when it is imported; lamina sets its own only if JAX has not,
-    and JAX, imported later, takes them back. Lamina's own x64 and
-    disable_jit are checked in Python before the C++ call, so whichever
-    configs hold the slots only add to the signature."""
+    JAX sets them when it is imported; lamina sets placeholders only if JAX
+    has not, and JAX, imported later, takes the slots back. Lamina's own
+    state never lives in these slots but in the key configs above, so
+    whoever holds the slots does not change what a lamina call means (except
+    that ``jax.disable_jit`` then reaches lamina's functions too)."""
     global _states_installed
     if _states_installed:
         return
     _states_installed = True
-    config = _jax.config.Config
+    make_config = _jax.config.Config
     if "jax._src.config" not in sys.modules:
-        _jax.jax_jit.set_enable_x64_state(config("lamina_jit_x64", False))
-        _jax.jax_jit.set_disable_jit_state(config("lamina_jit_disable_jit", False))
+        _jax.jax_jit.set_enable_x64_state(make_config("lamina_slot_x64", False))
+        _jax.jax_jit.set_disable_jit_state(make_config("lamina_slot_disable_jit", False))
     if "jax._src.api" not in sys.modules:
-        _jax.jax_jit.set_post_hook_state(config("lamina_jit_post_hook", None))
+        _jax.jax_jit.set_post_hook_state(make_config("lamina_slot_post_hook", None))

@@ -107,10 +107,10 @@ def pmap(fun: Callable[..., Any], axis_name: Hashable | None = None, *,
 
     Returns a function to call like ``fun`` (jaxlib's C++ dispatch function
     in front of a :class:`PmapFunction`, or the latter itself with static or
-    donated arguments); stage it with ``.trace(*args)`` / ``.lower(*args)``. With ``pmap_chunked_shards`` on (the
-    default) the results' shards keep the stacked rank (``[1, 100]``) and carry
-    an ordinary ``NamedSharding``; off, they drop the mapped axis and carry a
-    ``PmapSharding``.
+    donated arguments); stage it with ``.trace(*args)`` / ``.lower(*args)``.
+    With ``pmap_chunked_shards`` on (the default) the results' shards keep the
+    stacked rank (``[1, 100]``) and carry an ordinary ``NamedSharding``; off,
+    they drop the mapped axis and carry a ``PmapSharding``.
     """
     api_util.check_callable(fun)
     _check_axes_spec("in_axes", in_axes)

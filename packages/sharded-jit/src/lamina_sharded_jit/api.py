@@ -71,7 +71,8 @@ __all__ = ["JitInfo", "Jitted", "PjitParams", "ShapeDtypeStruct", "clear_caches"
 _flatten = tu.registry.flatten
 _trace_state = core._state
 _jit_ids = itertools.count()
-
+#: every live Jitted, for clear_caches
+_all_jitted: weakref.WeakSet[Jitted] = weakref.WeakSet()
 
 
 class ShapeDtypeStruct(tc_api.ShapeDtypeStruct):
@@ -600,9 +601,6 @@ def clear_caches() -> None:
     clear_jaxpr_caches()
     clear_program_caches()
     clear_runtime_caches()
-
-
-_all_jitted: weakref.WeakSet[Jitted] = weakref.WeakSet()
 
 
 #: what the C++ function takes over from its Jitted, as attributes
