@@ -443,11 +443,71 @@ def _ids_or_none(ids: tuple[int, ...]) -> tuple[int, ...] | None:
 
 
 # --- the sharding classes ------------------------------------------------------
+class _SharedShardingMethods:
+    """What every lamina sharding class has. nanobind classes accept exactly
+    one base ("nb_type_init(): invalid number of bases"), so this cannot be a
+    mixin: :func:`_with_shared_methods` copies its members onto each class."""
+
+    @property
+    def _device_assignment(self) -> tuple[Device, ...]:
+        return _device_assignment(self)
+
+    @property
+    def device_set(self) -> set[Device]:
+        return _device_set(self)
+
+    @property
+    def num_devices(self) -> int:
+        return _num_devices(self)
+
+    @property
+    def addressable_devices(self) -> set[Device]:
+        return _addressable_devices(self)
+
+    @property
+    def _addressable_device_assignment(self) -> tuple[Device, ...]:
+        return _addressable_device_assignment(self)
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return _is_fully_addressable(self)
+
+    @property
+    def memory_kind(self) -> str:
+        return _memory_kind(self)
+
+    def devices_indices_map(self, shape: Shape) -> dict[Device, Index]:
+        return _devices_indices_map(self, shape)
+
+    def addressable_devices_indices_map(self, shape: Shape) -> dict[Device, Index]:
+        return _addressable_devices_indices_map(self, shape)
+
+    def is_equivalent_to(self, other: object, ndim: int) -> bool:
+        return _is_equivalent_to(self, other, ndim)
+
+    def hlo_sharding_string(self, ndim: int) -> str:
+        return _hlo_sharding_string(self, ndim)
+
+    def to_sharding_spec(self, ndim: int, device_order: Sequence[Device] | None = None) -> Any:
+        return _to_sharding_spec(self, ndim, device_order)
+
+
+def _with_shared_methods(cls: type[Any]) -> type[Any]:
+    """Copies :class:`_SharedShardingMethods`'s members onto ``cls`` (members
+    ``cls`` defines itself win)."""
+    for name, member in vars(_SharedShardingMethods).items():
+        if not name.startswith("__") and name not in vars(cls):
+            setattr(cls, name, member)
+    return cls
+
+
 #: the interned SingleDeviceShardings, by (class, device, memory kind)
 _interned_single: weakref.WeakValueDictionary[tuple[Any, ...], Any] = (
     weakref.WeakValueDictionary())
 _intern_lock = threading.Lock()
 
+
+@_with_shared_methods
 class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
     """All of the array on one device.
 
@@ -495,52 +555,6 @@ class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self._memory_kind})"
 
-    # -- shared behaviour (the same functions in every lamina sharding) --
-    # Repeated in each class on purpose: nanobind types accept exactly one base
-    # ("nb_type_init(): invalid number of bases"), so a Python mixin is impossible.
-    @property
-    def _device_assignment(self) -> tuple[Device, ...]:
-        return _device_assignment(self)
-
-    @property
-    def device_set(self) -> set[Device]:
-        return _device_set(self)
-
-    @property
-    def num_devices(self) -> int:
-        return _num_devices(self)
-
-    @property
-    def addressable_devices(self) -> set[Device]:
-        return _addressable_devices(self)
-
-    @property
-    def _addressable_device_assignment(self) -> tuple[Device, ...]:
-        return _addressable_device_assignment(self)
-
-    @property
-    def is_fully_addressable(self) -> bool:
-        return _is_fully_addressable(self)
-
-    @property
-    def memory_kind(self) -> str:
-        return _memory_kind(self)
-
-    def devices_indices_map(self, shape: Shape) -> dict[Device, Index]:
-        return _devices_indices_map(self, shape)
-
-    def addressable_devices_indices_map(self, shape: Shape) -> dict[Device, Index]:
-        return _addressable_devices_indices_map(self, shape)
-
-    def is_equivalent_to(self, other: object, ndim: int) -> bool:
-        return _is_equivalent_to(self, other, ndim)
-
-    def hlo_sharding_string(self, ndim: int) -> str:
-        return _hlo_sharding_string(self, ndim)
-
-    def to_sharding_spec(self, ndim: int, device_order: Sequence[Device] | None = None) -> Any:
-        return _to_sharding_spec(self, ndim, device_order)
-
     def check_compatible_shape(self, shape: Shape) -> None:
         pass
 
@@ -551,6 +565,7 @@ class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
 _REPLICATED_HLO: HloSharding = xc.HloSharding.replicate()
 
 
+@_with_shared_methods
 class _HloBackedSharding(_jax.GSPMDSharding):  # type: ignore[misc]
     """The private base of the multi-device shardings (a GSPMDSharding to C++)."""
 
@@ -562,52 +577,6 @@ class _HloBackedSharding(_jax.GSPMDSharding):  # type: ignore[misc]
     @property
     def is_fully_replicated(self) -> bool:
         return _is_fully_replicated_via_hlo(self)
-
-    # -- shared behaviour (the same functions in every lamina sharding) --
-    # Repeated in each class on purpose: nanobind types accept exactly one base
-    # ("nb_type_init(): invalid number of bases"), so a Python mixin is impossible.
-    @property
-    def _device_assignment(self) -> tuple[Device, ...]:
-        return _device_assignment(self)
-
-    @property
-    def device_set(self) -> set[Device]:
-        return _device_set(self)
-
-    @property
-    def num_devices(self) -> int:
-        return _num_devices(self)
-
-    @property
-    def addressable_devices(self) -> set[Device]:
-        return _addressable_devices(self)
-
-    @property
-    def _addressable_device_assignment(self) -> tuple[Device, ...]:
-        return _addressable_device_assignment(self)
-
-    @property
-    def is_fully_addressable(self) -> bool:
-        return _is_fully_addressable(self)
-
-    @property
-    def memory_kind(self) -> str:
-        return _memory_kind(self)
-
-    def devices_indices_map(self, shape: Shape) -> dict[Device, Index]:
-        return _devices_indices_map(self, shape)
-
-    def addressable_devices_indices_map(self, shape: Shape) -> dict[Device, Index]:
-        return _addressable_devices_indices_map(self, shape)
-
-    def is_equivalent_to(self, other: object, ndim: int) -> bool:
-        return _is_equivalent_to(self, other, ndim)
-
-    def hlo_sharding_string(self, ndim: int) -> str:
-        return _hlo_sharding_string(self, ndim)
-
-    def to_sharding_spec(self, ndim: int, device_order: Sequence[Device] | None = None) -> Any:
-        return _to_sharding_spec(self, ndim, device_order)
 
     def check_compatible_shape(self, shape: Shape) -> None:
         _check_compatible_shape(self, shape)
