@@ -44,7 +44,7 @@ from lamina_tracing_core.control_flow.common import (
     typematch,
     wrap_src,
 )
-from lamina_tracing_core.effects import Effects, NamedAxisEffect
+from lamina_tracing_core.effects import Effects, has_side_effects, uses_named_axis
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Literal
 from lamina_tracing_core.primitives import Primitive
 
@@ -349,8 +349,7 @@ def _remat_batch(axis_data: batching.AxisData, args: Sequence[Any], dims: Sequen
                  *, jaxpr: Jaxpr, prevent_cse: bool, differentiated: bool, policy: Any
                  ) -> tuple[list[Any], list[int | None]]:
     params = dict(prevent_cse=prevent_cse, differentiated=differentiated, policy=policy)
-    uses_axis = axis_data.name is not None and any(
-        isinstance(e, NamedAxisEffect) and e.name == axis_data.name for e in jaxpr.effects)
+    uses_axis = uses_named_axis(jaxpr.effects, axis_data.name)
     if all(d is None for d in dims) and not uses_axis:
         outs = remat_p.bind(*args, jaxpr=jaxpr, **params)
         return list(outs), [None] * len(outs)
@@ -369,8 +368,7 @@ batching.fancy_primitive_batchers[remat_p] = _remat_batch
 # --- DCE -------------------------------------------------------------------------------------
 def _remat_dce(used_outputs: Sequence[bool], eqn: JaxprEqn
                ) -> tuple[list[bool], JaxprEqn | None]:
-    side_effects = any(not isinstance(e, NamedAxisEffect) for e in eqn.effects)
-    if not any(used_outputs) and not side_effects:
+    if not any(used_outputs) and not has_side_effects(eqn.effects):
         return [False] * len(eqn.invars), None
     new_jaxpr, used_inputs = pe.dce_jaxpr(eqn.params["jaxpr"], used_outputs)
     new_eqn = eqn.replace(invars=[v for v, u in zip(eqn.invars, used_inputs) if u],

@@ -42,6 +42,18 @@ def named_axes_used(effects: Effects) -> frozenset[object]:
     return frozenset(e.name for e in effects if isinstance(e, NamedAxisEffect))
 
 
+def uses_named_axis(effects: Effects, name: object) -> bool:
+    """True when ``name`` (None: no axis) is among the named axes used."""
+    return name is not None and any(
+        isinstance(e, NamedAxisEffect) and e.name == name for e in effects)
+
+
+def has_side_effects(effects: Effects) -> bool:
+    """True for effects other than named-axis uses: an equation that has them
+    must survive dead-code elimination even when its results are unused."""
+    return any(not isinstance(e, NamedAxisEffect) for e in effects)
+
+
 def remove_named_axes(effects: Effects, names: Iterable[object]) -> Effects:
     """What a binder of ``names`` exposes of its body's effects."""
     bound = set(names)

@@ -42,7 +42,13 @@ from lamina_tracing_core import core
 from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import MainTrace, Trace, Tracer, escaped_tracer_error
-from lamina_tracing_core.effects import Effects, NamedAxisEffect, no_effects, remove_named_axes
+from lamina_tracing_core.effects import (
+    Effects,
+    NamedAxisEffect,
+    has_side_effects,
+    no_effects,
+    remove_named_axes,
+)
 from lamina_tracing_core.jaxpr import (
     Atom,
     ClosedJaxpr,
@@ -1046,10 +1052,6 @@ def _post_process_map(trace: JaxprTrace, primitive: Primitive,
 
 
 # --- dead-code elimination ---------------------------------------------------------------------
-def _has_side_effects(effects: Effects) -> bool:
-    return any(not isinstance(e, NamedAxisEffect) for e in effects)
-
-
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
               instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
     """Removes the outputs not in ``used_outputs``, the equations nothing
@@ -1073,7 +1075,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
                 used.update(a for a, u in zip(new_eqn.invars, used_ins)
                             if u and isinstance(a, Var))
             continue
-        if any(used_outs) or _has_side_effects(eqn.effects):
+        if any(used_outs) or has_side_effects(eqn.effects):
             new_eqns.append(eqn)
             used.update(a for a in eqn.invars if isinstance(a, Var))
     new_eqns.reverse()

@@ -41,7 +41,7 @@ from lamina_tracing_core.control_flow.common import (
     trace_body,
     typematch,
 )
-from lamina_tracing_core.effects import Effects, NamedAxisEffect
+from lamina_tracing_core.effects import Effects, has_side_effects, uses_named_axis
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprEqn, Var
 from lamina_tracing_core.primitives import Primitive
 
@@ -346,10 +346,7 @@ def _bcast_to(pred: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _uses_axis(branches: Sequence[ClosedJaxpr], axis_data: batching.AxisData) -> bool:
-    if axis_data.name is None:
-        return False
-    return any(isinstance(e, NamedAxisEffect) and e.name == axis_data.name
-               for e in joined_effects(branches))
+    return uses_named_axis(joined_effects(branches), axis_data.name)
 
 
 def _cond_batch(axis_data: batching.AxisData, args: Sequence[Any],
@@ -401,13 +398,9 @@ batching.fancy_primitive_batchers[cond_p] = _cond_batch
 
 
 # --- DCE ------------------------------------------------------------------------------------------
-def _has_side_effects(effects: Effects) -> bool:
-    return any(not isinstance(e, NamedAxisEffect) for e in effects)
-
-
 def _cond_dce(used_outputs: Sequence[bool], eqn: JaxprEqn
               ) -> tuple[list[bool], JaxprEqn | None]:
-    if not any(used_outputs) and not _has_side_effects(eqn.effects):
+    if not any(used_outputs) and not has_side_effects(eqn.effects):
         return [False] * len(eqn.invars), None
     branches = eqn.params["branches"]
     used_per_branch = [pe.dce_closed_jaxpr(b, used_outputs)[1] for b in branches]

@@ -50,7 +50,7 @@ from lamina_tracing_core.control_flow.common import (
     typematch,
 )
 from lamina_tracing_core.control_flow.scan import scan_with_debug_info
-from lamina_tracing_core.effects import Effects, NamedAxisEffect
+from lamina_tracing_core.effects import Effects, has_side_effects, uses_named_axis
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprEqn
 from lamina_tracing_core.primitives import Primitive
 
@@ -347,9 +347,7 @@ ad.primitive_transposes[while_p] = _while_transpose_error
 
 # --- batching -------------------------------------------------------------------------------------
 def _uses_axis(jaxprs: Sequence[ClosedJaxpr], axis_data: batching.AxisData) -> bool:
-    return axis_data.name is not None and any(
-        isinstance(e, NamedAxisEffect) and e.name == axis_data.name
-        for e in joined_effects(jaxprs))
+    return uses_named_axis(joined_effects(jaxprs), axis_data.name)
 
 
 def _while_batch(axis_data: batching.AxisData, args: Sequence[Any], dims: Sequence[int | None],
@@ -431,14 +429,10 @@ batching.fancy_primitive_batchers[while_p] = _while_batch
 
 
 # --- DCE --------------------------------------------------------------------------------------------
-def _has_side_effects(effects: Effects) -> bool:
-    return any(not isinstance(e, NamedAxisEffect) for e in effects)
-
-
 def _while_dce(used_outputs: Sequence[bool], eqn: JaxprEqn
                ) -> tuple[list[bool], JaxprEqn | None]:
     """Drops the carries that neither the predicate nor a used result needs."""
-    if not any(used_outputs) and not _has_side_effects(eqn.effects):
+    if not any(used_outputs) and not has_side_effects(eqn.effects):
         return [False] * len(eqn.invars), None
     cond_jaxpr: ClosedJaxpr = eqn.params["cond_jaxpr"]
     body_jaxpr: ClosedJaxpr = eqn.params["body_jaxpr"]

@@ -58,7 +58,7 @@ from lamina_tracing_core.control_flow.common import (
     typematch,
     wrap_src,
 )
-from lamina_tracing_core.effects import Effects, NamedAxisEffect
+from lamina_tracing_core.effects import Effects, has_side_effects, uses_named_axis
 from lamina_tracing_core.errors import ConcretizationTypeError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo, JaxprEqn, Literal
 from lamina_tracing_core.primitives import Primitive
@@ -535,8 +535,7 @@ ad.primitive_transposes[scan_p] = _scan_transpose
 
 # --- batching ------------------------------------------------------------------------------------
 def _uses_axis(jaxpr: ClosedJaxpr, axis_data: batching.AxisData) -> bool:
-    return axis_data.name is not None and any(
-        isinstance(e, NamedAxisEffect) and e.name == axis_data.name for e in jaxpr.effects)
+    return uses_named_axis(jaxpr.effects, axis_data.name)
 
 
 def _scan_batch(axis_data: batching.AxisData, args: Sequence[Any], dims: Sequence[int | None],
@@ -576,13 +575,9 @@ batching.fancy_primitive_batchers[scan_p] = _scan_batch
 
 
 # --- DCE -----------------------------------------------------------------------------------------
-def _has_side_effects(effects: Effects) -> bool:
-    return any(not isinstance(e, NamedAxisEffect) for e in effects)
-
-
 def _scan_dce(used_outputs: Sequence[bool], eqn: JaxprEqn
               ) -> tuple[list[bool], JaxprEqn | None]:
-    if not any(used_outputs) and not _has_side_effects(eqn.effects):
+    if not any(used_outputs) and not has_side_effects(eqn.effects):
         return [False] * len(eqn.invars), None
     jaxpr: ClosedJaxpr = eqn.params["jaxpr"]
     num_consts, num_carry = eqn.params["num_consts"], eqn.params["num_carry"]
