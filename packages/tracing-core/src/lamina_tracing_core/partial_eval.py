@@ -430,23 +430,11 @@ def trace_to_jaxpr_dynamic(fun: WrappedFun, in_avals: Sequence[ShapedArray], *,
     ``fun`` closes over become constants (tracers among ``consts``). Tracing
     starts from an empty name stack: the equations' name stacks are relative
     to the new jaxpr (the enclosing equation carries the outer path)."""
-    frame = JaxprStackFrame(fun.debug_info)
-    outer_stack = _si.set_name_stack(_EMPTY_STACK)
-    try:
-        with core.new_main(DynamicJaxprTrace, dynamic=True, transform=_traced_for(fun, "jit"),
-                           debug_info=fun.debug_info, frame=frame) as main:
-            trace = main.trace
-            assert isinstance(trace, DynamicJaxprTrace)
-            try:
-                in_tracers = [trace.new_arg(a) for a in in_avals]
-                ans = fun.call_wrapped(*in_tracers)
-                out = _finish_frame(trace, frame, fun, in_avals, ans, debug_info)
-            finally:
-                frame.alive = False
-    finally:
-        _si.set_name_stack(outer_stack)
-    core.maybe_validate(out[0])
-    return out
+    return _trace_in_new_main(
+        fun, in_avals, debug_info,
+        lambda frame: core.new_main(DynamicJaxprTrace, dynamic=True,
+                                    transform=_traced_for(fun, "jit"),
+                                    debug_info=fun.debug_info, frame=frame))
 
 
 def trace_to_subjaxpr_dynamic(fun: WrappedFun, main: MainTrace,
@@ -478,11 +466,22 @@ def trace_to_jaxpr_final(fun: WrappedFun, in_avals: Sequence[ShapedArray], *,
     """Traces a final-style function (the map layer's impl rule): the staging
     trace replaces the bottom of the stack, so the transformations whose
     wrappers ``fun`` carries stay above it."""
+    return _trace_in_new_main(
+        fun, in_avals, debug_info,
+        lambda frame: core.new_base_main(DynamicJaxprTrace, transform=_traced_for(fun, "pmap"),
+                                         debug_info=fun.debug_info, frame=frame))
+
+
+def _trace_in_new_main(fun: WrappedFun, in_avals: Sequence[ShapedArray],
+                       debug_info: JaxprDebugInfo | None,
+                       enter: Callable[[JaxprStackFrame], Any]
+                       ) -> tuple[Jaxpr, list[ShapedArray], list[Any]]:
+    """Traces ``fun`` in a fresh frame under the staging main trace that
+    ``enter(frame)`` pushes, from an empty name stack."""
     frame = JaxprStackFrame(fun.debug_info)
     outer_stack = _si.set_name_stack(_EMPTY_STACK)
     try:
-        with core.new_base_main(DynamicJaxprTrace, transform=_traced_for(fun, "pmap"),
-                                debug_info=fun.debug_info, frame=frame) as main:
+        with enter(frame) as main:
             trace = main.trace
             assert isinstance(trace, DynamicJaxprTrace)
             try:
