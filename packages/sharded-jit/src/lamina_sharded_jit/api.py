@@ -414,11 +414,12 @@ class Jitted:
         return self._python_call(args, kwargs)[0]
 
     def _python_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                     ) -> tuple[Any, FastEntry | None]:
-        """A call on the Python path, and the entry of the compiled signature
-        that ran it (None when the body ran eagerly or was staged)."""
+                     ) -> tuple[Any, FastEntry | None, Sequence[Any]]:
+        """A call on the Python path: its result, the entry of the compiled
+        signature that ran it (None when the body ran eagerly or was staged)
+        and the flat dynamic arguments the entry ran on."""
         if jit_disabled():
-            return self._info.fun(*args, **kwargs), None
+            return self._info.fun(*args, **kwargs), None, ()
         if _trace_state.dynamic.trace_type is not EvalTrace:  # staging: bind pjit_p
             return self._call(args, kwargs)
         return self._call_cached_entry(args, kwargs)
@@ -427,17 +428,16 @@ class Jitted:
         """The C++ function's miss: the Python path, and the fastpath for the
         call's signature when the call was a plain one (see
         ``lamina_interpreters_pxla.cpp_dispatch``)."""
-        out, entry = self._python_call(args, kwargs)
+        out, entry, leaves = self._python_call(args, kwargs)
         if entry is None or entry.donated_kept:  # donations are recorded in Python
             return out, None, False
         kept = range(entry.n) if entry.kept is None else entry.kept
-        return out, fastpath(entry.loaded, _flatten((args, kwargs))[0], entry.shardings, kept,
-                             out), False
+        return out, fastpath(entry.loaded, leaves, entry.shardings, kept, out), False
 
     def _call_cached_entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                           ) -> tuple[Any, FastEntry | None]:
+                           ) -> tuple[Any, FastEntry | None, Sequence[Any]]:
         """A top-level call on the Python path: a recorded signature if one
-        matches, else the full path. Also returns the signature's entry."""
+        matches, else the full path (returns as :meth:`_python_call`)."""
         if not self._has_static:
             leaves, treedef = _flatten((args, kwargs))
             entries = self._fast.get(treedef)
@@ -452,7 +452,7 @@ class Jitted:
             for entry in entries:
                 out = entry.run(leaves)
                 if out is not MISS:
-                    return out, entry
+                    return out, entry, leaves
         return self._call(args, kwargs)
 
     def _infer(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PjitParams:
@@ -475,9 +475,9 @@ class Jitted:
         return p
 
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-              ) -> tuple[Any, FastEntry | None]:
+              ) -> tuple[Any, FastEntry | None, Sequence[Any]]:
         """The full path: infer, then run at top level (recording the
-        signature's entry, also returned) or bind ``pjit_p``."""
+        signature's entry) or bind ``pjit_p`` (returns as :meth:`_python_call`)."""
         p = self._infer(args, kwargs)
         args_flat = (*p.consts, *p.args_flat)
         # Run now unless a transformation must see the call: a staging trace,
@@ -489,7 +489,7 @@ class Jitted:
             entry = self._remember(p, compiled)
         else:
             outs = pjit_p.bind(*args_flat, **p.params)
-        return tu.tree_unflatten(p.out_tree, outs), entry
+        return tu.tree_unflatten(p.out_tree, outs), entry, p.args_flat
 
     def _remember(self, p: PjitParams, compiled: CompiledProgram) -> FastEntry | None:
         if not all(host_or_array(x) for x in p.args_flat):
