@@ -627,6 +627,15 @@ def _callable_of(jitted: Jitted) -> Any:
     return cpp
 
 
+def _plain_jitted(fun: Callable[..., Any], static_argnums: Any = None) -> Jitted:
+    """``jit(fun, static_argnums=...)``'s Python side without its C++
+    function: what ``make_jaxpr`` and ``eval_shape`` trace through."""
+    return Jitted(make_jit_info(
+        fun, in_shardings=None, out_shardings=None, static_argnums=static_argnums,
+        static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
+        device=None, backend=None, inline=False, compiler_options=None))
+
+
 def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
                axis_env: Sequence[tuple[Any, int]] | None = None,
                return_shape: bool = False, abstracted_axes: Any = None
@@ -640,19 +649,13 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
                                return_shape=return_shape, abstracted_axes=abstracted_axes)
     if axis_env:
         return direct
-    jitted: list[Jitted] = []  # made on the first call at top level
+    jitted = _plain_jitted(fun, static_argnums)
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
         if core.cur_level() != 0 or not at_top_level():
             return direct(*args, **kwargs)
-        if not jitted:
-            jitted.append(Jitted(make_jit_info(
-                fun, in_shardings=None, out_shardings=None, static_argnums=static_argnums,
-                static_argnames=None, donate_argnums=None, donate_argnames=None,
-                keep_unused=False, device=None, backend=None, inline=False,
-                compiler_options=None)))
-        traced = jitted[0].trace(*args, **kwargs)
+        traced = jitted.trace(*args, **kwargs)
         if return_shape:
             shapes = [tc_api.ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type)
                       for o in traced.flat_out_info]
@@ -668,9 +671,5 @@ def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     ``ShapeDtypeStruct``s, without computing anything. Arguments may be arrays,
     tracers or ``ShapeDtypeStruct``s. The trace is shared with ``jit(fun)``:
     ``eval_shape(f, x)`` followed by ``jit(f)(x)`` traces ``f`` once."""
-    return Jitted(make_jit_info(
-        fun, in_shardings=None, out_shardings=None, static_argnums=None,
-        static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
-        device=None, backend=None, inline=False, compiler_options=None)).eval_shape(
-            *args, **kwargs)
+    return _plain_jitted(fun).eval_shape(*args, **kwargs)
 
