@@ -28,6 +28,8 @@ the Python path stages the call, or runs it as that state says.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import sys
 import weakref
 from collections.abc import Callable, Sequence
@@ -131,18 +133,24 @@ def _shard_arg_fallback(x: Any, sharding: Any, layout: Any) -> Any:
 
 
 def new_cpp_function(name: str, fun: Callable[..., Any], cache_miss: Callable[..., Any],
-                     static_argnums: Sequence[int], static_argnames: Sequence[str],
-                     key: Any) -> Any:
-    """jaxlib's C++ jit callable over ``cache_miss`` (see the module docstring)."""
+                     **attributes: Any) -> Any:
+    """jaxlib's C++ jit callable over ``cache_miss`` (see the module
+    docstring), wrapping ``fun`` (name, docstring, ``__wrapped__``) and
+    carrying ``attributes`` (the caller's stage methods)."""
     _install_jit_states()
     # A cache of its own: it goes with the function (a shared LRU would keep
-    # the executables of dead functions whose Python function lives on).
-    cpp = _jax.pjit(name, fun, cache_miss, list(static_argnums), list(static_argnames), key,
+    # the executables of dead functions whose Python function lives on). The
+    # key only has to be unique: the cache holds this one function.
+    cpp = _jax.pjit(name, fun, cache_miss, [], [], ("lamina", next(_function_ids)),
                     tu.dispatch_registry, _shard_arg_fallback, _jax.PjitFunctionCache(8))
+    functools.update_wrapper(cpp, fun, updated=())
+    for attribute, value in attributes.items():
+        setattr(cpp, attribute, value)
     _all_cpp_functions.add(cpp)
     return cpp
 
 
+_function_ids = itertools.count()
 _all_cpp_functions: weakref.WeakSet[Any] = weakref.WeakSet()
 
 

@@ -25,7 +25,6 @@ the executable.
 from __future__ import annotations
 
 import functools
-import itertools
 import operator
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -134,7 +133,6 @@ def pmap(fun: Callable[..., Any], axis_name: Hashable | None = None, *,
     return _callable_of(mapped)
 
 
-_pmap_ids = itertools.count()
 _all_pmapped: weakref.WeakSet[PmapFunction] = weakref.WeakSet()
 
 
@@ -153,13 +151,9 @@ def _callable_of(mapped: PmapFunction) -> Any:
     ``mapped`` itself when static or donated arguments keep calls in Python."""
     if mapped._static or mapped._donate:
         return mapped
-    cpp = new_cpp_function(mapped._name, mapped._fun, mapped._cache_miss, (), (),
-                           ("lamina.pmap", next(_pmap_ids)))
-    functools.update_wrapper(cpp, mapped._fun, updated=())
-    cpp.trace = mapped.trace
-    cpp.lower = mapped.lower
-    cpp._pmapped = mapped  # the Python side, for introspection and tests
-    return cpp
+    # _pmapped: the Python side, for introspection and tests
+    return new_cpp_function(mapped._name, mapped._fun, mapped._cache_miss,
+                            trace=mapped.trace, lower=mapped.lower, _pmapped=mapped)
 
 
 def _check_axes_spec(what: str, spec: Any) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import itertools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,7 +69,6 @@ __all__ = ["JitInfo", "Jitted", "PjitParams", "ShapeDtypeStruct", "clear_caches"
 
 _flatten = tu.registry.flatten
 _trace_state = core._state
-_jit_ids = itertools.count()
 #: every live Jitted, for clear_caches
 _all_jitted: weakref.WeakSet[Jitted] = weakref.WeakSet()
 
@@ -616,15 +614,11 @@ def _callable_of(jitted: Jitted) -> Any:
     """
     if jitted._has_static:
         return jitted
-    info = jitted._info
-    cpp = new_cpp_function(info.fun_name, info.fun, jitted._cache_miss, (), (),
-                           ("lamina.jit", next(_jit_ids)))
-    functools.update_wrapper(cpp, info.fun, updated=())
-    for name in _STAGE_METHODS:
-        setattr(cpp, name, getattr(jitted, name))
-    cpp._jitted = jitted  # the Python side, for introspection and tests
-    jitted._cpp = cpp
-    return cpp
+    stages = {name: getattr(jitted, name) for name in _STAGE_METHODS}
+    # _jitted: the Python side, for introspection and tests
+    jitted._cpp = new_cpp_function(jitted._info.fun_name, jitted._info.fun, jitted._cache_miss,
+                                   _jitted=jitted, **stages)
+    return jitted._cpp
 
 
 def _plain_jitted(fun: Callable[..., Any], static_argnums: Any = None) -> Jitted:
