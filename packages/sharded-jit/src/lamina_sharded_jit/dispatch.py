@@ -134,6 +134,21 @@ class FastEntry:
                         or impl._committed is not committed):
                     return self._run_checked(leaves)
                 append(impl)
+        return self._execute(impls)
+
+    def _run_checked(self, leaves: Sequence[Any]) -> Any:
+        """:meth:`run` with the full signature check (equality, host values,
+        moves, layouts)."""
+        if self.x64 is not _x64_state.enabled:
+            return MISS
+        impls = self._check(leaves)
+        if impls is None:
+            return MISS
+        return self._execute(impls)
+
+    def _execute(self, impls: list[Any]) -> Any:
+        """Runs the program on the checked arguments (one per flat argument)
+        and wraps the results; :data:`MISS` if the execution fails."""
         if self.kept is not None:
             impls = [impls[i] for i in self.kept]
         try:
@@ -145,25 +160,6 @@ class FastEntry:
             self._record_donations(impls)
         if self.single_out:
             return Array(outs[0])
-        return self.out_tree.unflatten([Array(o) for o in outs])
-
-    def _run_checked(self, leaves: Sequence[Any]) -> Any:
-        """:meth:`run` with the full signature check (equality, host values,
-        moves, layouts)."""
-        if self.x64 is not _x64_state.enabled:
-            return MISS
-        impls = self._check(leaves)
-        if impls is None:
-            return MISS
-        if self.kept is not None:
-            impls = [impls[i] for i in self.kept]
-        try:
-            results = self.loaded.execute_sharded(impls)
-        except Exception:
-            return MISS
-        outs = results.consume_with_handlers(self.handlers)
-        if self.donated_kept:
-            self._record_donations(impls)
         return self.out_tree.unflatten([Array(o) for o in outs])
 
     def _check(self, leaves: Sequence[Any]) -> list[Any] | None:
