@@ -121,3 +121,48 @@ def test_under_jit():
     assert seen == [True]
     with pytest.raises(Exception, match="nonzero"):
         lamina.jit(jnp.nonzero)(X)
+
+
+def _kind(x):
+    return str(x.dtype), bool(x.weak_type)
+
+
+def test_derivatives_keep_weak_types_as_jax():
+    """A weakly typed input's gradient is weakly typed (it promotes like the
+    input did); values checked against JAX 0.10."""
+    import lamina as lx
+
+    assert _kind(lx.grad(lambda x: x * 3)(2.)) == ("float32", True)
+    assert _kind(lx.grad(lx.jit(lambda x, i: x * i))(2., 3)) == ("float32", True)
+    assert _kind(lx.grad(lambda x: x * 3)(jnp.float32(2.))) == ("float32", False)
+    # the weak gradient defers to a float16 operand, as the input would
+    assert (lx.grad(lambda x: x * 3)(2.) + np.float16(1)).dtype == np.float16
+    assert _kind(lx.jvp(lambda x: x * 3, (2.,), (1.,))[1]) == ("float32", True)
+    assert _kind(lx.vjp(lambda x: x * 3, 2.)[1](1.)[0]) == ("float32", True)
+    assert _kind(lx.jacfwd(lambda x: x * 3)(2.)) == ("float32", True)
+    assert _kind(lx.jacrev(lambda x: x * 3)(2.)) == ("float32", True)
+    assert _kind(lx.hessian(lambda x: x ** 3)(2.)) == ("float32", True)
+    loop = lx.grad(lambda x: lx.lax.fori_loop(0, 3, lambda i, c: c * 2., x))(2.)
+    assert _kind(loop) == ("float32", True) and float(loop) == 8.0
+
+
+def test_jacobians_of_mixed_dtypes_as_jax():
+    """Each input's basis is in its own dtype, and each Jacobian block takes
+    the dtype of its output (jacfwd) or input (jacrev)."""
+    import lamina as lx
+
+    a = jnp.array([1., 2.], jnp.float16)
+    b = jnp.array([3., 4., 5.], jnp.float32)
+
+    def f(x, y):
+        return x.astype(jnp.float32).sum() * y, x * 2
+
+    fwd = lx.jacfwd(f, argnums=(0, 1))(a, b)
+    rev = lx.jacrev(f, argnums=(0, 1))(a, b)
+    assert [[str(j.dtype) for j in row] for row in fwd] == [["float32", "float32"],
+                                                           ["float16", "float16"]]
+    assert [[str(j.dtype) for j in row] for row in rev] == [["float16", "float32"],
+                                                           ["float16", "float32"]]
+    check(fwd[0][0], [[3., 3.], [4., 4.], [5., 5.]])
+    check(rev[1][0], [[2., 0.], [0., 2.]])
+    check(rev[1][1], np.zeros((2, 3)))

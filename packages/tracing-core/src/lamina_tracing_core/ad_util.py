@@ -43,10 +43,12 @@ _INEXACT = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, n
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    """The aval of tangents of ``aval``: float0 for integer/boolean values."""
+    """The aval of tangents of ``aval``: float0 for integer/boolean values;
+    an inexact aval is its own tangent aval, weak type included (as in JAX:
+    the tangent of a weakly typed value promotes like the value)."""
     dtype = aval.dtype
     if dtype in _INEXACT or dtypes.is_inexact(dtype) or dtype == dtypes.float0:
-        return aval.strip_weak_type() if aval.weak_type else aval
+        return aval
     return ShapedArray(aval.shape, dtypes.float0, False)
 
 

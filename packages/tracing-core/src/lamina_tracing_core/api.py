@@ -67,6 +67,15 @@ def _aval_of(x: Any) -> ShapedArray:
     return get_aval(x)
 
 
+def _one_like(aval: ShapedArray) -> Any:
+    """The seed cotangent 1 for a scalar output of type ``aval``; a weakly
+    typed output gets a weakly typed seed (a Python scalar), as in JAX, so
+    the gradient keeps the weak type and promotes like the input did."""
+    if aval.weak_type:
+        return 1.0 + 0j if np.issubdtype(aval.dtype, np.complexfloating) else 1.0
+    return np.ones((), aval.dtype)
+
+
 def _traced_fun(traced_for: str, fun: Callable[..., Any], args: Sequence[Any],
                 kwargs: dict[str, Any], *, static_argnums: Sequence[int] = (),
                 static_argnames: Sequence[str] = ()) -> WrappedFun:
@@ -412,7 +421,7 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
             ans, vjp_py = _vjp(f, dyn_args, has_aux=False)
         _check_scalar(ans, getattr(fun, "__name__", "function"))
         _check_output_dtype_grad(holomorphic, ans)
-        g = vjp_py(np.ones((), _aval_of(ans).dtype))
+        g = vjp_py(_one_like(_aval_of(ans)))
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
             return (ans, aux), g
@@ -429,9 +438,18 @@ def _std_basis(flat_avals: Sequence[ShapedArray], dtype: Any) -> list[np.ndarray
     eye = np.eye(total, dtype=dtype)
     out, start = [], 0
     for a, n in zip(flat_avals, sizes):
-        out.append(eye[:, start:start + n].reshape((total,) + a.shape))
+        # each input's (output's) piece in its own dtype, as JAX's basis: a
+        # float16 input gets float16 tangents even beside a float32 one
+        piece = eye[:, start:start + n].reshape((total,) + a.shape)
+        out.append(piece if a.dtype == eye.dtype else _cast_basis(piece, a.dtype))
         start += n
     return out
+
+
+def _cast_basis(piece: np.ndarray[Any, Any], dtype: Any) -> np.ndarray[Any, Any]:
+    if np.issubdtype(piece.dtype, np.complexfloating) and not dtypes.is_complex(dtype):
+        piece = piece.real
+    return piece.astype(dtype)
 
 
 def _jac_dtype(avals: Sequence[ShapedArray], holomorphic: bool) -> Any:
@@ -483,7 +501,8 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         ys, jac_cols = outs[:n_all], outs[n_all:]
         jacs = []
         for y, col in zip(ys[:n], jac_cols[:n]):
-            pieces = _split_last(col, avals, _aval_of(y).shape, structural)
+            y_aval = _aval_of(y)
+            pieces = [_like(p, y_aval) for p in _split_last(col, avals, y_aval.shape, structural)]
             tree = tu.tree_unflatten(in_tree, pieces)
             jacs.append(tree[0] if isinstance(argnums, int) else tree)
         if has_aux:
@@ -517,6 +536,16 @@ def _check_input_dtype_jac(holomorphic: bool, name: str | None, x: Any, api: str
                         f"a sub-dtype of np.inexact), but got {dt.name}{where}. If you want "
                         f"to use Boolean- or integer-valued inputs, use vjp or set allow_int "
                         f"to True.")
+
+
+def _like(block: Any, example: ShapedArray) -> Any:
+    """A Jacobian block in the dtype and weak type of ``example`` (jacfwd: the
+    output; jacrev: the input), as in JAX: the basis has the common dtype of
+    all of them, and a real ``example`` keeps only the real part."""
+    from lamina_tracing_core.lax import convert, elementwise
+    if dtypes.is_complex(_aval_of(block).dtype) and not dtypes.is_complex(example.dtype):
+        block = elementwise.real(block)
+    return convert.convert_element_type_internal(block, example.dtype, example.weak_type)
 
 
 def _split_last(col: Any, avals: Sequence[ShapedArray], out_shape: tuple[int, ...],
@@ -574,7 +603,8 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
                 n = oa.size
                 piece = structural.slice(row, [start] + [0] * in_aval.ndim,
                                          [start + n] + list(in_aval.shape))
-                jac_per_out[i].append(structural.reshape(piece, oa.shape + in_aval.shape))
+                jac_per_out[i].append(_like(structural.reshape(piece, oa.shape + in_aval.shape),
+                                            in_aval))
                 start += n
         jacs = []
         for pieces in jac_per_out:
