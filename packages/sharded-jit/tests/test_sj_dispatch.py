@@ -101,7 +101,7 @@ def test_methods_and_kwargs() -> None:
             return x * self.scale
 
     np.testing.assert_allclose(np.asarray(Model().apply(np.ones(2, np.float32))), 3.0)
-    with pytest.raises(TypeError, match=r"jit\(f\): argument self of type Bad"):
+    with pytest.raises(TypeError, match=r"to jit\(f\) as an abstract array\. The problematic value is of type <class '.*Bad'>.* at path self\."):
         class Bad:
             @sj.jit
             def f(self, x: Any) -> Any:
@@ -140,3 +140,20 @@ def test_repeated_calls_under_a_transformation_reuse_inferred_params() -> None:
     for v in (0.1, 0.2, 0.3):
         np.testing.assert_allclose(float(g(v)), np.cos(v), rtol=1e-6)
     assert count[0] == 1 and len(jf._jitted._inferred) == 1
+
+
+def test_messages_keep_jax_wording_and_add_names() -> None:
+    """Code written for JAX matches on these phrases; lamina adds the
+    function's name and the argument's path."""
+    import warnings
+
+    with pytest.raises(TypeError, match=r"^Error interpreting argument to jit\(<lambda>\) as "
+                       r"an abstract array\. The problematic value is of type <class 'str'> "
+                       r"\('hello'\) and was passed to the function at path y\['k'\]\."):
+        sj.jit(lambda x, y: x)(1.0, {"k": "hello"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sj.jit(lambda x: x.sum(), donate_argnums=0)(px.device_put(np.ones(3, np.float32)))
+    messages = [str(w.message) for w in caught]
+    assert "Some donated buffers were not usable: float32[3] 'x' (in jit(<lambda>))." \
+        in messages, messages

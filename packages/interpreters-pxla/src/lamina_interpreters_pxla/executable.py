@@ -385,11 +385,14 @@ class Executable:
             if impl.is_deleted():
                 record_donation(impl, self.name)
             else:
-                unused.append(f"{self.in_avals[i].str_short()} {self._arg_label(i)}")
+                aval = self.in_avals[i]
+                shape = ",".join(map(str, aval.shape))
+                unused.append(f"{aval.dtype.name}[{shape}] {self._arg_label(i)}")
         if unused and (self.name, len(unused)) not in _warned_donations:
             _warned_donations.add((self.name, len(unused)))
-            warnings.warn(f"{self.name}: some donated buffers were not usable: "
-                          f"{', '.join(unused)}", UserWarning, stacklevel=4)
+            # JAX's wording first (code matches on it), then lamina's names
+            warnings.warn(f"Some donated buffers were not usable: {', '.join(unused)} "
+                          f"(in {self.name}).", UserWarning, stacklevel=4)
 
     # -- inspection --------------------------------------------------------------
     def as_text(self) -> str:

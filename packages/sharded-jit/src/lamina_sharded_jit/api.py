@@ -206,8 +206,14 @@ def _abstractify(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
     try:
         aval = get_aval(x)
     except TypeError:
-        raise TypeError(f"{fun_desc}: argument {name} of type {type(x).__name__} "
-                        f"({_short(x)}) is not a valid lamina array type") from None
+        # JAX's wording (code matches on it), with lamina's function name
+        raise TypeError(
+            f"Error interpreting argument to {fun_desc} as an abstract array. The "
+            f"problematic value is of type {type(x)} ({_short(x)}) and was passed to the "
+            f"function at path {name}.\nThis typically means that a jit-wrapped function "
+            "was called with a non-array argument, and this argument was not marked as "
+            "static using the static_argnums or static_argnames parameters of jit."
+        ) from None
     if aval.dtype.kind in "OSUVM":
         raise TypeError(f"{fun_desc}: argument {name} has dtype {aval.dtype}, which is not a "
                         "valid lamina array type")
