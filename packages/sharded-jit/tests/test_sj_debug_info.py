@@ -75,6 +75,25 @@ def test_inline_lowers_the_body_in_place() -> None:
     assert "func.func private" not in text and "call @" not in text
 
 
+def test_inline_jit_is_its_body_when_staged() -> None:
+    """As in JAX: staged into a jaxpr, ``inline=True`` leaves the body's
+    equations (with their own source lines), under grad too; a jit with
+    shardings keeps its equation."""
+    jinner = sj.jit(lambda y: lax.sin(y) * 2, inline=True)
+    jaxpr = api.make_jaxpr(lambda x: jinner(x) + 1)(1.0)
+    assert [e.primitive.name for e in jaxpr.jaxpr.eqns] == ["sin", "mul", "add"]
+    assert "test_sj_debug_info.py" in str(jaxpr.jaxpr.eqns[0].source_info)
+    grad_jaxpr = api.make_jaxpr(api.grad(lambda x: jinner(x) + 1))(1.0)
+    assert "jit" not in {e.primitive.name for e in grad_jaxpr.jaxpr.eqns}
+    np.testing.assert_allclose(api.grad(lambda x: jinner(x))(0.5), 2 * np.cos(0.5), rtol=1e-6)
+    plain = sj.jit(lambda y: y * 2)
+    assert "jit" in [e.primitive.name
+                     for e in api.make_jaxpr(lambda x: plain(x) + 1)(1.0).jaxpr.eqns]
+    donating = sj.jit(lambda y: y * 2, inline=True, donate_argnums=0)
+    assert "jit" in [e.primitive.name
+                     for e in api.make_jaxpr(lambda x: donating(x) + 1)(1.0).jaxpr.eqns]
+
+
 def test_names_after_grad_vmap_and_jvp_around_a_jit() -> None:
     def g(x: Any, y: Any) -> Any:
         return lax.sin(x) * y["hi"]

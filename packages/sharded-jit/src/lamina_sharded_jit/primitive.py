@@ -10,7 +10,9 @@ jaxpr in its params to ``args``. Params (JAX 0.10's names):
 - ``donated_invars``: one bool per input;
 - ``name``: the function's name (the lowered callee is named after it);
 - ``keep_unused``: keep unused arguments in the compiled program;
-- ``inline``: lower the body in place instead of calling a private function;
+- ``inline``: staged into a jaxpr, the body's equations replace the call (unless
+  it has shardings, donation or compiler options); lowered, the body goes in
+  place instead of into a private function;
 - ``compiler_options_kvs``: XLA options as ``(name, value)`` pairs.
 
 Every transformation rule returns a ``pjit_p`` equation whose jaxpr carries
@@ -32,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lamina_tracing_core import ad, batching
+from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
 from lamina_tracing_core.avals import ShapedArray, get_aval
@@ -92,6 +94,28 @@ def _effects(*, jaxpr: ClosedJaxpr, **_: Any) -> Effects:
 
 pjit_p.def_abstract_eval(_abstract_eval)
 pjit_p.def_effects(_effects)
+
+
+# -- staging -------------------------------------------------------------------
+def _inlinable(params: dict[str, Any]) -> bool:
+    """``inline=True`` with nothing the equation must carry: no shardings, no
+    donation, no compiler options (as JAX's staging rule)."""
+    return (params["inline"] and not any(params["donated_invars"])
+            and not params["compiler_options_kvs"]
+            and all(s is UNSPECIFIED for s in params["in_shardings"])
+            and all(s is UNSPECIFIED for s in params["out_shardings"]))
+
+
+def _pjit_staging(trace: pe.DynamicJaxprTrace, *tracers: Any, **params: Any) -> Any:
+    """Staged into a jaxpr, an inlinable jit is its body's equations (each
+    keeps the user line it came from); any other jit is one equation."""
+    if _inlinable(params):
+        jaxpr: ClosedJaxpr = params["jaxpr"]
+        return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *tracers)
+    return trace.stage_primitive(pjit_p, tracers, params)
+
+
+pe.custom_staging_rules[pjit_p] = _pjit_staging
 
 
 def _with(params: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -299,6 +299,12 @@ class DynamicJaxprTrace(Trace):
         rule = custom_staging_rules.get(primitive)
         if rule is not None:
             return rule(self, *tracers, **params)
+        return self.stage_primitive(primitive, tracers, params)
+
+    def stage_primitive(self, primitive: Primitive, tracers: Sequence[Any],
+                        params: dict[str, Any]) -> Any:
+        """The default staging: one equation, its outputs from the abstract
+        evaluation rule (custom staging rules fall back on it)."""
         abstract = abstract_eval_rules.get(primitive)
         if abstract is None:
             raise MissingRuleError(f"primitive {primitive.name} has no abstract evaluation "
