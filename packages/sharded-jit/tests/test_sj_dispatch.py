@@ -157,3 +157,19 @@ def test_messages_keep_jax_wording_and_add_names() -> None:
     messages = [str(w.message) for w in caught]
     assert "Some donated buffers were not usable: float32[3] 'x' (in jit(<lambda>))." \
         in messages, messages
+
+
+def test_python_int_overflow_names_the_argument() -> None:
+    with pytest.raises(OverflowError, match=r"^An overflow was encountered while parsing an "
+                       r"argument to a jitted computation, whose argument path is y\[0\] "
+                       r"\(jit\(<lambda>\)\): Python int 1099511627776 does not fit in int32"):
+        sj.jit(lambda x, y: x)(1, [2**40])
+    assert int(sj.jit(lambda x: x)(2**31 - 1)) == 2**31 - 1
+
+
+def test_out_info_reads_like_a_shape_dtype_struct() -> None:
+    traced = sj.jit(lambda x: (x, {"a": x.sum()})).trace(np.ones(3, np.float32))
+    first, rest = traced.out_info
+    assert (first.shape, first.dtype, first.ndim, first.size, first.weak_type) == \
+        ((3,), np.dtype(np.float32), 1, 3, False)
+    assert rest["a"].name == "result[1]['a']" and rest["a"].ndim == 0

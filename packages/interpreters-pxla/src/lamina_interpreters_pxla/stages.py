@@ -69,6 +69,19 @@ class OutInfo:
     def dtype(self) -> np.dtype[Any]:
         return self.aval.dtype
 
+    # the rest of ShapeDtypeStruct's reading surface, which JAX's out_info has
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
 
 class Traced:
     """A function traced for given argument types (no outer tracers inside).

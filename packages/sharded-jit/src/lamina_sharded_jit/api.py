@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
 from lamina_interpreters_pxla.caches import clear_caches as clear_runtime_caches
 from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
@@ -193,6 +195,11 @@ class PjitParams:
         return tuple(self.params["out_shardings"])
 
 
+def _fits(value: int, dtype: np.dtype[Any]) -> bool:
+    info = np.iinfo(dtype)
+    return int(info.min) <= value <= int(info.max)
+
+
 def _abstractify(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
     if type(x) is Array:
         impl = x._arr
@@ -214,6 +221,12 @@ def _abstractify(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
             "was called with a non-array argument, and this argument was not marked as "
             "static using the static_argnums or static_argnames parameters of jit."
         ) from None
+    if type(x) is int and not _fits(x, aval.dtype):
+        # JAX's wording (code matches on it), with lamina's function name
+        raise OverflowError(
+            f"An overflow was encountered while parsing an argument to a jitted "
+            f"computation, whose argument path is {name} ({fun_desc}): Python int {x} "
+            f"does not fit in {aval.dtype.name}.")
     if aval.dtype.kind in "OSUVM":
         raise TypeError(f"{fun_desc}: argument {name} has dtype {aval.dtype}, which is not a "
                         "valid lamina array type")
