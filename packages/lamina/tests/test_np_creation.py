@@ -228,3 +228,25 @@ def test_constants_and_shape_helpers():
     assert jnp.isscalar(1.0) and jnp.isscalar(jnp.float32(1)) and not jnp.isscalar(x)
     check(jnp.astype(x, jnp.int32), np.ones((2, 3)), np.int32)
     check(jnp.copy(x), np.ones((2, 3)))
+
+
+def test_python_ints_wrap_in_arithmetic_but_not_in_array() -> None:
+    """As JAX 0.10: a weakly typed Python int that fits the default integer
+    type wraps like a C cast when it meets a narrower integer array; one
+    beyond it, or one given to ``array`` with a dtype it does not fit, is an
+    OverflowError."""
+    import lamina as lx
+
+    u8 = jnp.ones(2, jnp.uint8)
+    assert (u8 + 300).dtype == np.uint8 and (u8 + 300).tolist() == [45, 45]
+    assert (jnp.ones(2, jnp.int8) + 200).tolist() == [-55, -55]
+    assert (u8 * -1).tolist() == [255, 255]
+    assert jnp.full(2, 300, jnp.uint8).tolist() == [44, 44]
+    assert lx.jit(lambda a: a + 300)(u8).tolist() == [45, 45]
+    with pytest.raises(OverflowError, match="2147483648 too large to convert to int32"):
+        jnp.ones(2, jnp.int32) + 2**31
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for uint8"):
+        jnp.array(300, jnp.uint8)
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        jnp.asarray(300, jnp.int8)
+    assert jnp.array(3, jnp.uint8).dtype == np.uint8

@@ -210,3 +210,11 @@ def test_index_arithmetic():
 def test_isin():
     check(jnp.isin(np.array([1, 2, 3]), np.array([2, 5])), [False, True, False])
     check(jnp.isin(M, np.array([1.0, 2.0]), invert=True), np.isin(M, [1.0, 2.0], invert=True))
+
+
+def test_float_indexers_are_type_errors_as_in_jax() -> None:
+    with pytest.raises(TypeError, match="Indexer must have integer or boolean type, got "
+                       "indexer with type float64"):
+        jnp.arange(3)[1.0]
+    with pytest.raises(TypeError, match="got indexer with type float32"):
+        jnp.arange(3)[jnp.array([1.0], jnp.float32)]

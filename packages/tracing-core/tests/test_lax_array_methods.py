@@ -177,7 +177,7 @@ def test_getitem_errors() -> None:
         traced(lambda a: a[0, 0, 0, 0], X)
     with pytest.raises(numpy_helpers.NonConcreteBooleanIndexError, match="concrete"):
         traced(lambda a, m: a[m], X, np.array([True, False]))
-    with pytest.raises(IndexError, match="integer or boolean"):
+    with pytest.raises(TypeError, match="integer or boolean"):
         traced(lambda a, i: a[i], X, np.float32(1))
     with pytest.raises(IndexError, match="single ellipsis"):
         traced(lambda a: a[..., ...], X)

@@ -954,8 +954,10 @@ def _expand_index(shape: tuple[int, ...], idx: Any) -> list[Any]:
 def _check_index_dtype(e: Any) -> None:
     dtype = typeof(e).dtype
     if dtype not in common.INT:
-        raise IndexError(f"Indexer must have integer or boolean type, got indexer with type "
-                         f"{dtype.name}")
+        # a TypeError, as JAX; a Python float is named by its own type (float64)
+        named = np.asarray(e).dtype if isinstance(e, (float, complex)) else dtype
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                        f"{named.name}")
 
 
 def _normalize_index(i: Any, size: int) -> Any:

@@ -59,6 +59,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         out = _util.from_nested("array", object, "object", dt)
         weak = False
     else:
+        if type(object) is int and dt is not None:
+            _check_int_fits(object, dt)
         out = _util.operand("array", object, "object")
         aval = _util.typeof(out)
         weak = aval.weak_type if dt is None else False
@@ -72,6 +74,15 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     if copy and not isinstance(out, _tracer_type()) and out is object:
         return lax.structural.copy_p.bind(out)
     return out
+
+
+def _check_int_fits(value: int, dtype: Any) -> None:
+    """``array(300, uint8)`` is an error, as in NumPy and JAX (arithmetic
+    with a weakly typed 300 wraps instead)."""
+    dt = np.dtype(dtype)
+    if dt.kind in "iu" and not np.iinfo(dt).min <= value <= np.iinfo(dt).max:
+        raise OverflowError(f"lamina.numpy.array: Python integer {value} out of bounds for "
+                            f"{dt.name}")
 
 
 def _tracer_type() -> type:

@@ -102,9 +102,15 @@ def _scalar_constant(value: Any, dtype: np.dtype[Any]) -> Any:
 
 def _fold(value: Any, dtype: np.dtype[Any]) -> Any:
     if type(value) is int and dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        if not info.min <= value <= info.max:  # as JAX: never wrap a Python int silently
-            raise OverflowError(f"Python int {value} too large to convert to {dtype.name}")
+        # As JAX 0.10: a Python int must fit the default integer type (it is
+        # one, weakly typed); converting it to a narrower type then wraps like
+        # a C cast (uint8 + 300 is uint8 + 44).
+        default = dtypes.default_int_dtype()
+        info = np.iinfo(default)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"Python int {value} too large to convert to {default.name} "
+                                f"(the default integer type)")
+        return np.asarray(value, default).astype(dtype)
     arr = np.asarray(value)
     if arr.dtype.kind == "c" and dtype.kind != "c":
         arr = arr.real
