@@ -38,9 +38,9 @@ def test_partition_spec_is_a_tuple() -> None:
     assert isinstance(spec, tuple) and len(spec) == 3
     assert spec == ("x", None, ("y", "z"))
     assert P is PartitionSpec
-    assert repr(P("x")) == "PartitionSpec('x',)"
-    assert repr(P()) == "PartitionSpec()"
-    assert repr(P(None, ("x", "y"))) == "PartitionSpec(None, ('x', 'y'))"
+    assert repr(P("x")) == "P('x',)"
+    assert repr(P()) == "P()"
+    assert repr(P(None, ("x", "y"))) == "P(None, ('x', 'y'))"
     assert P.UNCONSTRAINED is UNCONSTRAINED and repr(UNCONSTRAINED) == "UNCONSTRAINED"
     assert pickle.loads(pickle.dumps(P("x", None))) == P("x", None)
     assert hash(P("x")) == hash(P("x"))
@@ -106,10 +106,10 @@ def test_hlo_sharding_matches_jax(mesh: Mesh, spec: PartitionSpec) -> None:
 
 def test_named_sharding_repr_eq_hash(mesh: Mesh) -> None:
     s = NamedSharding(mesh, P("x"))
-    assert repr(s) == ("NamedSharding(mesh=Mesh('x': 2, 'y': 4), spec=PartitionSpec('x',), "
+    assert repr(s) == ("NamedSharding(mesh=Mesh('x': 2, 'y': 4), spec=P('x',), "
                        "memory_kind=device)")
     one_axis = NamedSharding(Mesh(np.array(px.devices()), ("x",)), P("x"))
-    assert repr(one_axis) == ("NamedSharding(mesh=Mesh('x': 8), spec=PartitionSpec('x',), "
+    assert repr(one_axis) == ("NamedSharding(mesh=Mesh('x': 8), spec=P('x',), "
                               "memory_kind=device)")
     assert s == NamedSharding(mesh, P("x")) and hash(s) == hash(NamedSharding(mesh, P("x")))
     assert s != NamedSharding(mesh, P("y"))

@@ -87,7 +87,7 @@ class PartitionSpec(tuple[Any, ...]):
         return super().__new__(cls, partitions)
 
     def __repr__(self) -> str:
-        return f"PartitionSpec{tuple.__repr__(self)}"
+        return f"P{tuple.__repr__(self)}"  # JAX 0.10's form
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (PartitionSpec, tuple(self))
@@ -915,7 +915,7 @@ def resolve_partition_spec(spec: PartitionSpec, *, memory_kind: str | None = Non
     mesh = get_current_mesh()
     if mesh is None:
         raise ShardingError(
-            f"a bare {spec!r} needs a mesh: use it inside `with mesh:` or pass "
+            f"a bare PartitionSpec {spec!r} needs a mesh: use it inside `with mesh:` or pass "
             f"NamedSharding(mesh, spec)")
     return NamedSharding(mesh, spec, memory_kind=memory_kind)
 
