@@ -166,3 +166,27 @@ def test_jacobians_of_mixed_dtypes_as_jax():
     check(fwd[0][0], [[3., 3.], [4., 4.], [5., 5.]])
     check(rev[1][0], [[2., 0.], [0., 2.]])
     check(rev[1][1], np.zeros((2, 3)))
+
+
+def test_grad_always_returns_arrays_as_jax():
+    """A gradient that is still a host value (the seed passed through, a
+    custom VJP's output, zeros) comes back as a device array, weak type
+    kept; vjp's pullback returns what it computed, as JAX's does."""
+    import lamina as lx
+
+    Array = lx.Array
+    identity = lx.grad(lambda x: x)(1.)
+    assert type(identity) is Array and _kind(identity) == ("float32", True)
+    zero = lx.grad(lambda x: 0.)(1.)
+    assert type(zero) is Array and float(zero) == 0.0 and _kind(zero) == ("float32", True)
+
+    @lx.custom_vjp
+    def f(x):
+        return x * 2
+
+    f.defvjp(lambda x: (f(x), None), lambda r, g: (g * 10,))
+    custom = lx.grad(f)(1.)
+    assert type(custom) is Array and float(custom) == 10.0
+    assert lx.vjp(lambda x: x, 1.)[1](1.) == (1.0,)
+    scan = lx.grad(lambda x: lx.lax.scan(lambda c, _: (c * x, None), 1., None, length=3)[0])(2.)
+    assert _kind(scan) == ("float32", True) and float(scan) == 12.0

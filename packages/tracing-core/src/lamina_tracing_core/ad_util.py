@@ -66,12 +66,22 @@ def _lax_zeros(aval: ShapedArray) -> Any:
 def zeros_like_aval(aval: ShapedArray) -> Any:
     """An array of zeros of type ``aval``: a numpy array when evaluating
     eagerly (and for scalars and float0), a staged broadcast while tracing."""
-    if aval.dtype == dtypes.float0 or not aval.shape or not _staging():
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, aval.dtype)
+    if aval.weak_type:
+        # a weakly typed zero must stay weak (numpy has no weak types): the
+        # same conversion eager code and staging both understand
+        from lamina_tracing_core.lax import convert
+        return convert.convert_element_type_p.bind(
+            np.zeros(aval.shape, aval.dtype), new_dtype=aval.dtype, weak_type=True,
+            sharding=None)
+    if not aval.shape or not staging():
         return np.zeros(aval.shape, aval.dtype)
     return (zeros_maker[-1] if zeros_maker else _lax_zeros)(aval)
 
 
-def _staging() -> bool:
+def staging() -> bool:
+    """True while some trace stages equations (jit, make_jaxpr, a pmap body)."""
     from lamina_tracing_core import core
     return core._state.dynamic.level > 0 or not isinstance(core._state.dynamic.trace,
                                                              core.EvalTrace)

@@ -20,7 +20,7 @@ from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
 from lamina_tracing_core import ad, batching, core, dtypes
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
+from lamina_tracing_core.ad_util import Zero, instantiate_zeros, staging, tangent_aval
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 
@@ -74,6 +74,26 @@ def _one_like(aval: ShapedArray) -> Any:
     if aval.weak_type:
         return 1.0 + 0j if np.issubdtype(aval.dtype, np.complexfloating) else 1.0
     return np.ones((), aval.dtype)
+
+
+_HOST_VALUES = (bool, int, float, complex, np.ndarray, np.generic)
+
+
+def _gradient_leaf(ct: Any, primal: Any) -> Any:
+    """A gradient as an array, as JAX's ``grad`` returns: a cotangent that
+    is still a host value (the seed passed through unchanged, a custom VJP's
+    output, instantiated zeros) is placed on the device, in the type of the
+    primal's tangent, weak type included. Float0 gradients of integer inputs
+    stay numpy arrays, as in JAX; while staging, the staging turns constants
+    into values itself."""
+    if not isinstance(ct, _HOST_VALUES) or staging():
+        return ct
+    aval = tangent_aval(_aval_of(primal))
+    if aval.dtype == dtypes.float0:
+        return ct
+    from lamina_tracing_core.lax import convert
+    return convert.convert_element_type_p.bind(np.asarray(ct, aval.dtype), new_dtype=aval.dtype,
+                                               weak_type=aval.weak_type, sharding=None)
 
 
 def _traced_fun(traced_for: str, fun: Callable[..., Any], args: Sequence[Any],
@@ -422,6 +442,7 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
         _check_scalar(ans, getattr(fun, "__name__", "function"))
         _check_output_dtype_grad(holomorphic, ans)
         g = vjp_py(_one_like(_aval_of(ans)))
+        g = tu.tree_map(_gradient_leaf, g, dyn_args)
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
             return (ans, aux), g
