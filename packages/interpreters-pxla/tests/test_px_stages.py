@@ -55,8 +55,9 @@ def test_traced_and_lowered_carry_names_and_platforms() -> None:
     assert "jax.arg_info = \"x['hi']\"" in text and "jax.result_info = \"result['b']\"" in text
     assert "loc(" in lowered.as_text(debug_info=True)
     assert lowered.compiler_ir("stablehlo") is lowered.module
+    assert lowered.as_text("hlo").startswith("HloModule")
     with pytest.raises(ValueError, match="unknown dialect"):
-        lowered.as_text("hlo")
+        lowered.as_text("mhlo")
     costs = lowered.cost_analysis()
     assert costs["flops"] > 0
     assert traced.lower(lowering_platforms=("tpu",)).platforms == ("tpu",)

@@ -13,6 +13,7 @@ import lamina_sharded_jit as sj
 from lamina_interpreters_pxla.stages import ArgInfo, Compiled, Lowered, OutInfo, Traced
 from lamina_sharded_jit.execution import CrossPlatformError
 from lamina_tracing_core import api, lax
+from lamina_tracing_core.avals import ShapedArray
 
 
 def f(x: Any, y: Any) -> dict[str, Any]:
@@ -82,7 +83,7 @@ def test_lowered_stage() -> None:
     assert "loc(" in lowered.as_text(debug_info=True)
     assert "func.func public @main" in str(lowered.compiler_ir("stablehlo"))
     with pytest.raises(ValueError, match="unknown dialect"):
-        lowered.as_text("hlo")
+        lowered.as_text("mhlo")
     cost = lowered.cost_analysis()
     assert cost["flops"] >= 3.0
 
@@ -133,3 +134,15 @@ def test_lowering_errors_name_the_function() -> None:
         sj.jit(f).lower(ARGS[0], "nope")
     with pytest.raises(ValueError, match="abstracted_axes"):
         sj.jit(f, abstracted_axes=("n",))
+
+
+def test_hlo_dialect_and_shaped_array_repr_as_jax() -> None:
+    lowered = sj.jit(lambda x: x * 2).lower(np.ones(3, np.float32))
+    assert lowered.as_text("hlo").startswith("HloModule jit__lambda")
+    assert type(lowered.compiler_ir("hlo")).__name__ == "XlaComputation"
+    assert "stablehlo.multiply" in lowered.as_text("stablehlo")
+    with pytest.raises(ValueError, match="unknown dialect 'xyz'"):
+        lowered.compiler_ir("xyz")
+    assert repr(lowered.args_info[0][0].aval) == "ShapedArray(float32[3])"
+    assert repr(ShapedArray((), np.dtype(np.int32), True)) == \
+        "ShapedArray(int32[], weak_type=True)"

@@ -159,22 +159,17 @@ class Lowered:
     def as_text(self, dialect: str = "stablehlo", *, debug_info: bool = False) -> str:
         """The module's text; ``debug_info=True`` adds ``loc(...)`` locations
         (argument names, source lines)."""
-        _check_dialect(dialect)
-        from lamina_mlir_lowering import module_to_text
-        return str(module_to_text(self.lowering.module, debug_info=debug_info))
+        return module_text(self.lowering.module, dialect, debug_info=debug_info)
 
     def compiler_ir(self, dialect: str = "stablehlo") -> Any:
-        """The ``ir.Module`` (``dialect='stablehlo'``)."""
-        _check_dialect(dialect)
-        return self.lowering.module
+        """The ``ir.Module`` (``dialect='stablehlo'``) or jaxlib's
+        ``XlaComputation`` (``'hlo'``)."""
+        return module_in_dialect(self.lowering.module, dialect)
 
     def cost_analysis(self) -> dict[str, Any]:
         """XLA's cost estimate of the unoptimized module (flops, bytes accessed)."""
         from lamina_interpreters_pxla.backends import get_backend
-        from lamina_mlir_lowering import module_to_bytecode
-        computation = _jax.mlir.mlir_module_to_xla_computation(
-            module_to_bytecode(self.lowering.module), use_tuple_args=False,
-            return_tuple=False)
+        computation = module_in_dialect(self.lowering.module, "hlo")
         client = self.devices[0].client if self.devices else get_backend()
         return dict(_jax.hlo_module_cost_analysis(client, computation.get_hlo_module()))
 
@@ -211,9 +206,27 @@ class Lowered:
         return f"Lowered({self.fun_name}, platforms={self.platforms})"
 
 
-def _check_dialect(dialect: str) -> None:
-    if dialect != "stablehlo":
-        raise ValueError(f"unknown dialect {dialect!r}: lamina lowers to 'stablehlo'")
+def module_in_dialect(module: Any, dialect: str | None) -> Any:
+    """A lowered ``module`` as ``compiler_ir(dialect)`` gives it: the MLIR
+    module for ``'stablehlo'`` (or ``None``), an ``XlaComputation`` for
+    ``'hlo'``."""
+    if dialect in (None, "stablehlo"):
+        return module
+    if dialect == "hlo":
+        from lamina_mlir_lowering import module_to_bytecode
+        return _jax.mlir.mlir_module_to_xla_computation(
+            module_to_bytecode(module), use_tuple_args=False, return_tuple=False)
+    raise ValueError(f"unknown dialect {dialect!r}: expected 'stablehlo' or 'hlo'")
+
+
+def module_text(module: Any, dialect: str | None, *, debug_info: bool = False) -> str:
+    """``as_text(dialect)``: the StableHLO text (``debug_info=True`` adds the
+    ``loc(...)`` locations: argument names, source lines), or the HLO text."""
+    if dialect == "hlo":
+        return str(module_in_dialect(module, "hlo").as_hlo_text())
+    module_in_dialect(module, dialect)  # checks the name
+    from lamina_mlir_lowering import module_to_text
+    return str(module_to_text(module, debug_info=debug_info))
 
 
 class Compiled:

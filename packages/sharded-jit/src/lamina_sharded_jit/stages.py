@@ -25,9 +25,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lamina_interpreters_pxla.stages import ArgInfo, Compiled, Lowered, OutInfo, Traced
+from lamina_interpreters_pxla.stages import (ArgInfo, Compiled, Lowered, OutInfo, Traced,
+                                             module_in_dialect, module_text)
 from lamina_linear_util import tree_util as tu
-from lamina_mlir_lowering import module_to_text
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import Tracer
 
@@ -138,12 +138,10 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
                 debug_info: bool = False) -> str:
         """The module's StableHLO text; ``debug_info=True`` adds the
         locations (argument names, source lines)."""
-        _check_dialect(dialect)
-        return str(module_to_text(self.program.lowering.module, debug_info=debug_info))
+        return module_text(self.program.lowering.module, dialect, debug_info=debug_info)
 
     def compiler_ir(self, dialect: str | None = None) -> Any:
-        _check_dialect(dialect)
-        return self.program.lowering.module
+        return module_in_dialect(self.program.lowering.module, dialect)
 
     def compile(self, compiler_options: dict[str, Any] | None = None
                 ) -> JitCompiled:
@@ -166,9 +164,6 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
         return f"Lowered({self.fun_name}, platforms={self.platforms})"
 
 
-def _check_dialect(dialect: str | None) -> None:
-    if dialect not in (None, "stablehlo"):
-        raise ValueError(f"unknown dialect {dialect!r}: lamina lowers to 'stablehlo'")
 
 
 class JitCompiled(_ArgsInfoAsPytree, Compiled):

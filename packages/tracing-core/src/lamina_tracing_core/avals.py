@@ -70,8 +70,9 @@ class ShapedArray:
         return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
     def __repr__(self) -> str:
+        # JAX's form: the long dtype name (jaxprs print the short one)
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
 
     def __str__(self) -> str:
         return f"{self.dtype.name}{list(self.shape)}"
