@@ -142,6 +142,10 @@ def test_derivatives_keep_weak_types_as_jax():
     assert _kind(lx.jacfwd(lambda x: x * 3)(2.)) == ("float32", True)
     assert _kind(lx.jacrev(lambda x: x * 3)(2.)) == ("float32", True)
     assert _kind(lx.hessian(lambda x: x ** 3)(2.)) == ("float32", True)
+    # a rule's constants follow the operand's weak type (x ** 2's 2 * x)
+    assert _kind(lx.grad(lambda x: jnp.sin(x) ** 2)(1.)) == ("float32", True)
+    assert _kind(lx.grad(lx.checkpoint(lambda x: x ** 2))(1.)) == ("float32", True)
+    assert _kind(lx.grad(lambda x: x ** 2)(jnp.float32(1.))) == ("float32", False)
     loop = lx.grad(lambda x: lx.lax.fori_loop(0, 3, lambda i, c: c * 2., x))(2.)
     assert _kind(loop) == ("float32", True) and float(loop) == 8.0
 

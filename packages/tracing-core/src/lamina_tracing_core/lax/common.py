@@ -96,11 +96,29 @@ def ndim_of(x: Any) -> int:
 
 
 def const(example: Any, value: Any) -> Any:
-    """``value`` as a strongly typed numpy scalar of ``example``'s dtype
-    (``example`` is a value, an aval or a dtype)."""
+    """``value`` in the type of ``example`` (a value, an aval or a dtype), for
+    the constants of rules: a Python scalar when ``example`` is a weakly typed
+    scalar (so ``x * 2`` in a derivative stays as weak as ``x``, as in JAX),
+    else a strongly typed numpy array of its dtype."""
     if isinstance(example, np.dtype):
         return np.array(value, example)
-    return np.array(value, typeof(example).dtype)
+    aval = example if isinstance(example, ShapedArray) else typeof(example)
+    if aval.weak_type and not aval.shape:
+        py_type = python_scalar_for(aval.dtype)
+        if py_type is not None:
+            return py_type(value)
+    return np.array(value, aval.dtype)
+
+
+def python_scalar_for(dtype: np.dtype[Any]) -> type | None:
+    """The Python scalar type whose weak aval has ``dtype`` (if any)."""
+    if dtype == dtypes.default_int_dtype():
+        return int
+    if dtype == dtypes.default_float_dtype():
+        return float
+    if dtype == dtypes.default_complex_dtype():
+        return complex
+    return None
 
 
 # --- checks --------------------------------------------------------------------

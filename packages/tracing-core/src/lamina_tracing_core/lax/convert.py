@@ -36,16 +36,6 @@ def _convert_element_type_abstract_eval(operand: ShapedArray, *, new_dtype: Any,
     return ShapedArray(operand.shape, new_dtype, weak_type)
 
 
-def _python_scalar_for(dtype: np.dtype[Any]) -> type | None:
-    """The Python scalar type whose weak aval has ``dtype`` (if any)."""
-    if dtype == dtypes.default_int_dtype():
-        return int
-    if dtype == dtypes.default_float_dtype():
-        return float
-    if dtype == dtypes.default_complex_dtype():
-        return complex
-    return None
-
 
 def convert_element_type_internal(operand: ArrayLike, new_dtype: Any = None,
                                   weak_type: bool = False, sharding: Any = None) -> Array:
@@ -66,7 +56,7 @@ def convert_element_type_internal(operand: ArrayLike, new_dtype: Any = None,
     if sharding is None and isinstance(operand, _FOLDABLE) and new != dtypes.float0:
         if not weak:
             return _fold(operand, new)
-        py_type = _python_scalar_for(new)
+        py_type = common.python_scalar_for(new)
         if py_type is not None and isinstance(operand, _PY_SCALARS + (np.generic,)) \
                 and np.ndim(operand) == 0:
             return py_type(_fold(operand, new).item())
