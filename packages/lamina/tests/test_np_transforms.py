@@ -146,6 +146,9 @@ def test_derivatives_keep_weak_types_as_jax():
     assert _kind(lx.grad(lambda x: jnp.sin(x) ** 2)(1.)) == ("float32", True)
     assert _kind(lx.grad(lx.checkpoint(lambda x: x ** 2))(1.)) == ("float32", True)
     assert _kind(lx.grad(lambda x: x ** 2)(jnp.float32(1.))) == ("float32", False)
+    # JAX's pow rule converts both operands strongly: a float power is strong
+    sqrt_like = lx.grad(lambda x: x ** 0.5)(4.)
+    assert _kind(sqrt_like) == ("float32", False) and float(sqrt_like) == 0.25
     loop = lx.grad(lambda x: lx.lax.fori_loop(0, 3, lambda i, c: c * 2., x))(2.)
     assert _kind(loop) == ("float32", True) and float(loop) == 8.0
 

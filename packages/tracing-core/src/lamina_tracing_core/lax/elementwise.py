@@ -934,7 +934,10 @@ def _pow_jvp_lhs(g: Any, ans: Any, x: Any, y: Any) -> Any:
         jac = select(eq(yf, const(yf, 0)), _zeros(yf),
                      mul(_replace_zero(yf), pow(xb, sub(yf, const(yf, 1)))))
     else:
-        jac = mul(y, pow(x, sub(y, const(y, 1))))
+        # as JAX: both in their common dtype, strongly typed (so the
+        # derivative of x ** 0.5 is strong even for a weak x)
+        y = convert(y, typeof(y).dtype)
+        jac = mul(y, pow(convert(x, x_dtype), sub(y, const(y, 1))))
     return mul(g, jac)
 
 
