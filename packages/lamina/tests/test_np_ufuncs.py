@@ -277,3 +277,25 @@ def test_isreal_iscomplex():
     check(jnp.isreal(z), [True, False])
     check(jnp.iscomplex(z), [False, True])
     check(jnp.isreal(X), np.ones(6, bool))
+
+
+def test_float_floor_divide_and_mod_as_jax() -> None:
+    """One implementation for the operators and the functions; x // 0 is
+    x / 0 (CPython's float_divmod, as JAX); a weak result stays weak."""
+    x = jnp.array([1., -1., 0., -7.5, 7.])
+    for floor_div in (lambda a, b: a // b, jnp.floor_divide):
+        got = np.asarray(floor_div(x, 0.))
+        assert np.isposinf(got[0]) and np.isneginf(got[1]) and np.isnan(got[2])
+        np.testing.assert_array_equal(np.asarray(floor_div(x, 2.)), [0., -1., 0., -4., 3.])
+    np.testing.assert_array_equal(np.asarray(jnp.mod(x, -2.)), [-1., -1., 0., -1.5, -1.])
+    assert (jnp.arange(3) // 2.).weak_type and jnp.floor_divide(jnp.arange(3), 2.).weak_type
+    assert not (jnp.arange(3.) // jnp.float32(2.)).weak_type
+
+
+def test_top_k_returns_a_list_as_jax() -> None:
+    import lamina as lx
+
+    out = lx.lax.top_k(jnp.array([1., 3., 2.]), 2)
+    assert type(out) is list and np.asarray(out[1]).tolist() == [1, 2]
+    with pytest.raises(TypeError, match=r"integer_pow\(int32\[2\], -1\)"):
+        lx.lax.integer_pow(jnp.arange(1, 3), -1)

@@ -26,7 +26,7 @@ from lamina_tracing_core import dtypes
 from lamina_tracing_core import lax as lx
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.errors import LaminaTypeError
-from lamina_tracing_core.lax import common
+from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax.common import typeof
 
 Array = Any
@@ -405,15 +405,23 @@ def floor_divide(x: ArrayLike, y: ArrayLike) -> Array:
         return lx.select(fix, lx.sub(quotient, common.const(quotient, 1)), quotient)
     if dtype in common.COMPLEX:
         raise TypeError("floor_divide does not support complex-valued inputs")
-    return _float_divmod(a, b)[0]
+    return float_divmod(a, b)[0]
 
 
-def _float_divmod(a: Any, b: Any) -> tuple[Any, Any]:
+def float_divmod(a: Any, b: Any) -> tuple[Any, Any]:
+    """Floor division and modulus of floats, NumPy-exact (the modulus has the
+    sign of the divisor)."""
     mod = lx.rem(a, b)
-    div = lx.div(lx.sub(a, mod), b)
+    # as CPython's float_divmod (and JAX): x // 0 is x / 0 (inf, or nan for 0)
+    shape = common.broadcasting_shape("floor_divide", typeof(a).shape, typeof(b).shape)
+    a_full = helpers.maybe_broadcast(shape, a)
+    zero_divisor = helpers.maybe_broadcast(shape, lx.eq(b, lx.full_like(b, 0)))
+    corrected = lx.select(zero_divisor, a_full, lx.sub(a, mod))
+    div = lx.div(corrected, b)
     fix = lx.bitwise_and(lx.ne(mod, common.const(mod, 0)), lx.ne(lx.sign(b), lx.sign(mod)))
     mod = lx.select(fix, lx.add(mod, b), mod)
-    div = lx.select(fix, lx.sub(div, common.const(div, 1)), div)
+    # full_like keeps div's weak type (a numpy 1 would make the result strong)
+    div = lx.select(fix, lx.sub(div, lx.full_like(div, 1)), div)
     return lx.round(div), mod
 
 

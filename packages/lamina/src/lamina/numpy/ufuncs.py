@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.custom_derivatives import custom_jvp
+from lamina_tracing_core.numpy_helpers import float_divmod
 
 from lamina.numpy import _util
 from lamina.numpy._util import Array, ArrayLike
@@ -179,16 +180,6 @@ def _lt(a: Any, b: Any) -> Any:
     return _complex_order(a, b, lax.lt) if _is_complex(a) else lax.lt(a, b)
 
 
-def _float_divmod(a: Any, b: Any) -> tuple[Any, Any]:
-    """Floor division and modulus of floats, NumPy-exact (sign of the divisor)."""
-    mod = lax.rem(a, b)
-    div = lax.div(lax.sub(a, mod), b)
-    fix = lax.bitwise_and(lax.ne(mod, _zeros(mod)), lax.ne(lax.sign(b), lax.sign(mod)))
-    mod = _select(fix, lax.add(mod, b), mod)
-    div = _select(fix, lax.sub(div, _const(div, 1)), div)
-    return lax.round(div, lax.RoundingMethod.TO_NEAREST_EVEN), mod
-
-
 def _int_floor_divide(a: Any, b: Any) -> Any:
     quotient = lax.div(a, b)
     if _is_unsigned(a):
@@ -208,7 +199,7 @@ def floor_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         return _int_floor_divide(a, b)
     if _is_complex(a):
         raise TypeError("lamina.numpy.floor_divide does not support complex inputs")
-    return _float_divmod(a, b)[0]
+    return float_divmod(a, b)[0]
 
 
 def _nonzero_divisor(b: Any) -> Any:
@@ -255,7 +246,7 @@ def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:  # noqa: A00
     if _is_int(a):
         return _int_floor_divide(a, b), _remainder(a, b)
     _util.check_no_complex("divmod", a)
-    return _float_divmod(a, b)
+    return float_divmod(a, b)
 
 
 def _int_power(base: Any, exponent: Any) -> Any:

@@ -133,15 +133,16 @@ def _top_k_abstract_eval(operand: ShapedArray, *, k: int, axis: int) -> list[Sha
             ShapedArray(tuple(shape), dtypes.int32, operand.weak_type)]
 
 
-def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> tuple[Array, Array]:
-    """The ``k`` largest entries along ``axis`` (descending) and their indices;
-    ties keep the lower index first."""
+def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> list[Array]:
+    """``[values, indices]``: the ``k`` largest entries along ``axis``
+    (descending) and their indices; ties keep the lower index first. A list,
+    as JAX returns."""
     nd = len(typeof(operand).shape)
     if nd == 0:
         raise TypeError("top_k operand must have >= 1 dimension, got ()")
     k = operator.index(k)
     values, indices = top_k_p.bind(operand, k=k, axis=common.canonicalize_axis(axis, nd))
-    return values, indices
+    return [values, indices]
 
 
 def _top_k_jvp(primals: Any, tangents: Any, *, k: int, axis: int) -> Any:
