@@ -385,9 +385,7 @@ class Executable:
             if impl.is_deleted():
                 record_donation(impl, self.name)
             else:
-                aval = self.in_avals[i]
-                shape = ",".join(map(str, aval.shape))
-                unused.append(f"{aval.dtype.name}[{shape}] {self._arg_label(i)}")
+                unused.append(f"{self.in_avals[i].str_long()} {self._arg_label(i)}")
         if unused and (self.name, len(unused)) not in _warned_donations:
             _warned_donations.add((self.name, len(unused)))
             # JAX's wording first (code matches on it), then lamina's names

@@ -222,9 +222,9 @@ def module_in_dialect(module: Any, dialect: str | None) -> Any:
 def module_text(module: Any, dialect: str | None, *, debug_info: bool = False) -> str:
     """``as_text(dialect)``: the StableHLO text (``debug_info=True`` adds the
     ``loc(...)`` locations: argument names, source lines), or the HLO text."""
+    ir = module_in_dialect(module, dialect)
     if dialect == "hlo":
-        return str(module_in_dialect(module, "hlo").as_hlo_text())
-    module_in_dialect(module, dialect)  # checks the name
+        return str(ir.as_hlo_text())
     from lamina_mlir_lowering import module_to_text
     return str(module_to_text(module, debug_info=debug_info))
 

@@ -32,8 +32,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
 from lamina_interpreters_pxla.caches import clear_caches as clear_runtime_caches
 from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
@@ -42,7 +40,7 @@ from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import annotate, wrap_init
 from lamina_tracing_core import api as tc_api
-from lamina_tracing_core import core
+from lamina_tracing_core import core, dtypes
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import EvalTrace, Tracer
 from lamina_tracing_core.jaxpr import ClosedJaxpr
@@ -195,11 +193,6 @@ class PjitParams:
         return tuple(self.params["out_shardings"])
 
 
-def _fits(value: int, dtype: np.dtype[Any]) -> bool:
-    info = np.iinfo(dtype)
-    return int(info.min) <= value <= int(info.max)
-
-
 def _abstractify(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
     if type(x) is Array:
         impl = x._arr
@@ -221,7 +214,7 @@ def _abstractify(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
             "was called with a non-array argument, and this argument was not marked as "
             "static using the static_argnums or static_argnames parameters of jit."
         ) from None
-    if type(x) is int and not _fits(x, aval.dtype):
+    if type(x) is int and not dtypes.python_int_fits(x, aval.dtype):
         # JAX's wording (code matches on it), with lamina's function name
         raise OverflowError(
             f"An overflow was encountered while parsing an argument to a jitted "

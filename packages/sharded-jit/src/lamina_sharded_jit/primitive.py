@@ -56,10 +56,6 @@ PJIT_PARAMS = ("jaxpr", "in_shardings", "out_shardings", "donated_invars", "name
                "keep_unused", "inline", "compiler_options_kvs")
 
 
-def _long(aval: ShapedArray) -> str:
-    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
-
-
 def check_pjit_params(params: dict[str, Any], n_in: int) -> None:
     """Checks the per-argument params have one entry per jaxpr input/output."""
     jaxpr: ClosedJaxpr = params["jaxpr"]
@@ -83,8 +79,8 @@ def _abstract_eval(*avals: ShapedArray, jaxpr: ClosedJaxpr, **params: Any) -> li
         if got.shape != want.shape or got.dtype != want.dtype:
             name = dbg.arg_names[i] if dbg is not None else None
             what = f"argument {name}" if name else f"argument #{i}"
-            raise TypeError(f"jit[name={params.get('name')}]: {what} has type {_long(got)} "
-                            f"but the jaxpr expects {_long(want)}")
+            raise TypeError(f"jit[name={params.get('name')}]: {what} has type {got.str_long()} "
+                            f"but the jaxpr expects {want.str_long()}")
     return list(jaxpr.out_avals)
 
 

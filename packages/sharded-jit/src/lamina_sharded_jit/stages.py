@@ -136,8 +136,8 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
 
     def as_text(self, dialect: str | None = None, *,
                 debug_info: bool = False) -> str:
-        """The module's StableHLO text; ``debug_info=True`` adds the
-        locations (argument names, source lines)."""
+        """The module's text (StableHLO, or HLO for ``dialect='hlo'``);
+        ``debug_info=True`` adds the locations (argument names, source lines)."""
         return module_text(self.program.lowering.module, dialect, debug_info=debug_info)
 
     def compiler_ir(self, dialect: str | None = None) -> Any:
@@ -162,8 +162,6 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
 
     def __repr__(self) -> str:
         return f"Lowered({self.fun_name}, platforms={self.platforms})"
-
-
 
 
 class JitCompiled(_ArgsInfoAsPytree, Compiled):

@@ -68,16 +68,20 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
     eagerly (and for scalars and float0), a staged broadcast while tracing."""
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, aval.dtype)
-    if aval.weak_type:
-        # a weakly typed zero must stay weak (numpy has no weak types): the
-        # same conversion eager code and staging both understand
-        from lamina_tracing_core.lax import convert
-        return convert.convert_element_type_p.bind(
-            np.zeros(aval.shape, aval.dtype), new_dtype=aval.dtype, weak_type=True,
-            sharding=None)
+    if aval.weak_type:  # numpy has no weak types
+        return typed_array(0, aval)
     if not aval.shape or not staging():
         return np.zeros(aval.shape, aval.dtype)
     return (zeros_maker[-1] if zeros_maker else _lax_zeros)(aval)
+
+
+def typed_array(value: Any, aval: ShapedArray) -> Any:
+    """Host ``value`` as an array of exactly ``aval``'s type, weak type
+    included: one conversion, which runs eagerly or is staged."""
+    from lamina_tracing_core.lax import convert
+    return convert.convert_element_type_p.bind(
+        np.broadcast_to(np.asarray(value, aval.dtype), aval.shape), new_dtype=aval.dtype,
+        weak_type=aval.weak_type, sharding=None)
 
 
 def staging() -> bool:

@@ -20,7 +20,8 @@ from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
 from lamina_tracing_core import ad, batching, core, dtypes
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.ad_util import Zero, instantiate_zeros, staging, tangent_aval
+from lamina_tracing_core.ad_util import (Zero, instantiate_zeros, staging, tangent_aval,
+                                         typed_array)
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 
@@ -67,15 +68,6 @@ def _aval_of(x: Any) -> ShapedArray:
     return get_aval(x)
 
 
-def _one_like(aval: ShapedArray) -> Any:
-    """The seed cotangent 1 for a scalar output of type ``aval``; a weakly
-    typed output gets a weakly typed seed (a Python scalar), as in JAX, so
-    the gradient keeps the weak type and promotes like the input did."""
-    if aval.weak_type:
-        return 1.0 + 0j if np.issubdtype(aval.dtype, np.complexfloating) else 1.0
-    return np.ones((), aval.dtype)
-
-
 _HOST_VALUES = (bool, int, float, complex, np.ndarray, np.generic)
 
 
@@ -91,9 +83,7 @@ def _gradient_leaf(ct: Any, primal: Any) -> Any:
     aval = tangent_aval(_aval_of(primal))
     if aval.dtype == dtypes.float0:
         return ct
-    from lamina_tracing_core.lax import convert
-    return convert.convert_element_type_p.bind(np.asarray(ct, aval.dtype), new_dtype=aval.dtype,
-                                               weak_type=aval.weak_type, sharding=None)
+    return typed_array(ct, aval)
 
 
 def _traced_fun(traced_for: str, fun: Callable[..., Any], args: Sequence[Any],
@@ -441,7 +431,10 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
             ans, vjp_py = _vjp(f, dyn_args, has_aux=False)
         _check_scalar(ans, getattr(fun, "__name__", "function"))
         _check_output_dtype_grad(holomorphic, ans)
-        g = vjp_py(_one_like(_aval_of(ans)))
+        # the seed 1 in the output's type: weak for a weak output (a Python
+        # scalar), as in JAX, so the gradient promotes like the input did
+        from lamina_tracing_core.lax.common import const
+        g = vjp_py(const(_aval_of(ans), 1))
         g = tu.tree_map(_gradient_leaf, g, dyn_args)
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
@@ -454,6 +447,7 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
 # --- Jacobians -----------------------------------------------------------------------------------
 def _std_basis(flat_avals: Sequence[ShapedArray], dtype: Any) -> list[np.ndarray[Any, Any]]:
     """One basis matrix per input: identity rows split by input, reshaped."""
+    from lamina_tracing_core.lax import convert
     sizes = [a.size for a in flat_avals]
     total = sum(sizes)
     eye = np.eye(total, dtype=dtype)
@@ -462,15 +456,9 @@ def _std_basis(flat_avals: Sequence[ShapedArray], dtype: Any) -> list[np.ndarray
         # each input's (output's) piece in its own dtype, as JAX's basis: a
         # float16 input gets float16 tangents even beside a float32 one
         piece = eye[:, start:start + n].reshape((total,) + a.shape)
-        out.append(piece if a.dtype == eye.dtype else _cast_basis(piece, a.dtype))
+        out.append(convert.convert_element_type_internal(piece, a.dtype))
         start += n
     return out
-
-
-def _cast_basis(piece: np.ndarray[Any, Any], dtype: Any) -> np.ndarray[Any, Any]:
-    if np.issubdtype(piece.dtype, np.complexfloating) and not dtypes.is_complex(dtype):
-        piece = piece.real
-    return piece.astype(dtype)
 
 
 def _jac_dtype(avals: Sequence[ShapedArray], holomorphic: bool) -> Any:

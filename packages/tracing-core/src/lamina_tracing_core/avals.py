@@ -69,10 +69,13 @@ class ShapedArray:
         """``f32[3,4]``, the form jaxprs print."""
         return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
+    def str_long(self) -> str:
+        """``float32[3,4]``, the form JAX's messages and reprs print."""
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
     def __repr__(self) -> str:
-        # JAX's form: the long dtype name (jaxprs print the short one)
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+        return f"ShapedArray({self.str_long()}{weak})"
 
     def __str__(self) -> str:
         return f"{self.dtype.name}{list(self.shape)}"

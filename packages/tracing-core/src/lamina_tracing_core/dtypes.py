@@ -67,6 +67,12 @@ def canonicalize_dtype(dtype: Any) -> np.dtype[Any]:
     return _canonicalize_cached(np.dtype(dtype), x64_state.enabled)
 
 
+def python_int_fits(value: int, dtype: np.dtype[Any]) -> bool:
+    """Whether Python int ``value`` is in the range of integer ``dtype``."""
+    info = np.iinfo(dtype)
+    return int(info.min) <= value <= int(info.max)
+
+
 def default_int_dtype() -> np.dtype[Any]:
     return int64 if x64_state.enabled else int32
 

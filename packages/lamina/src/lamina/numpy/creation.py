@@ -80,7 +80,7 @@ def _check_int_fits(value: int, dtype: Any) -> None:
     """``array(300, uint8)`` is an error, as in NumPy and JAX (arithmetic
     with a weakly typed 300 wraps instead)."""
     dt = np.dtype(dtype)
-    if dt.kind in "iu" and not np.iinfo(dt).min <= value <= np.iinfo(dt).max:
+    if dt.kind in "iu" and not dtypes.python_int_fits(value, dt):
         raise OverflowError(f"lamina.numpy.array: Python integer {value} out of bounds for "
                             f"{dt.name}")
 

@@ -36,7 +36,6 @@ def _convert_element_type_abstract_eval(operand: ShapedArray, *, new_dtype: Any,
     return ShapedArray(operand.shape, new_dtype, weak_type)
 
 
-
 def convert_element_type_internal(operand: ArrayLike, new_dtype: Any = None,
                                   weak_type: bool = False, sharding: Any = None) -> Array:
     """Conversion that folds constants: a Python/numpy scalar or numpy array
@@ -96,8 +95,7 @@ def _fold(value: Any, dtype: np.dtype[Any]) -> Any:
         # one, weakly typed); converting it to a narrower type then wraps like
         # a C cast (uint8 + 300 is uint8 + 44).
         default = dtypes.default_int_dtype()
-        info = np.iinfo(default)
-        if not info.min <= value <= info.max:
+        if not dtypes.python_int_fits(value, default):
             raise OverflowError(f"Python int {value} too large to convert to {default.name} "
                                 f"(the default integer type)")
         return np.asarray(value, default).astype(dtype)

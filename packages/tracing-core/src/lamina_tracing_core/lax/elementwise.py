@@ -292,7 +292,7 @@ def _integer_pow_abstract_eval(x: ShapedArray, *, y: int) -> ShapedArray:
         raise TypeError(f"integer_pow: the exponent y must be a Python int, got {y!r}")
     if y < 0 and x.dtype in INT:
         raise TypeError(f"Integers cannot be raised to negative powers, got "
-                        f"integer_pow({x.dtype.name}[{','.join(map(str, x.shape))}], {y})")
+                        f"integer_pow({x.str_long()}, {y})")
     return x
 
 
