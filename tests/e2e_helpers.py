@@ -1,18 +1,26 @@
 """Helpers shared by the end-to-end tests: reading names back out of lowered
-modules, walking jaxprs, and running the JAX peer for comparisons."""
+modules, walking jaxprs, and running JAX next to lamina for comparisons.
+
+The comparisons with JAX are the tests marked ``peer``. They run in the
+``peer`` environment, which has ``jax==0.10.2`` installed beside lamina
+(``hatch run peer:test``); everywhere else they are deselected (pytest.toml's
+``-m "not peer"``), since lamina itself never needs jax."""
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import re
 import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jaxlib.mlir import ir
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 
@@ -20,7 +28,6 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE_NAMES = ("linear-util", "tracing-core", "mlir-lowering", "interpreters-pxla",
                  "sharded-jit", "lamina")
 SRC_DIRS = [str(REPO / "packages" / name / "src") for name in PACKAGE_NAMES]
-JAX_PEER = Path("/tmp/jaxpeer/bin/python")
 
 
 # --- the public function of a lowered module ---------------------------------------------------
@@ -128,7 +135,7 @@ def sub_jaxprs(j: Jaxpr | ClosedJaxpr, primitive_name: str) -> list[Jaxpr]:
             for sub in subjaxprs_of_params(eqn.params)]
 
 
-# --- the JAX peer ------------------------------------------------------------------------------
+# --- fresh processes, and JAX beside lamina ----------------------------------------------
 def run_python(python: Path | str, script: str, *, pythonpath: list[str] | None = None,
                timeout: float = 120, env_extra: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:
@@ -144,11 +151,14 @@ def run_python(python: Path | str, script: str, *, pythonpath: list[str] | None 
                           text=True, timeout=timeout, env=env)
 
 
-def jax_peer_available() -> bool:
-    if not JAX_PEER.exists():
-        return False
-    probe = run_python(JAX_PEER, "import jax", timeout=60)
-    return probe.returncode == 0
+def peer_python() -> str:
+    """The interpreter a ``peer`` test runs JAX with: this one, in the ``peer``
+    environment. Selecting a peer test where jax is not installed is a usage
+    error, reported as such rather than skipped."""
+    if importlib.util.find_spec("jax") is None:
+        pytest.fail("the tests marked 'peer' compare with JAX 0.10.2 and need it installed "
+                    "beside lamina: run them with `hatch run peer:test`", pytrace=False)
+    return sys.executable
 
 
 # --- a JAX program, written once, run with either library --------------------------------------

@@ -2,19 +2,20 @@
 
 - a plain ``import lamina as lx`` must be enough to run transformations and
   ``lax`` operations eagerly (nothing else imported first);
-- jax and lamina coexist in one process (with the JAX peer at /tmp/jaxpeer,
-  skipped where it is missing, as in CI) and the same training program gives
-  the same losses on both.
+- jax and lamina coexist in one process and the same training program gives
+  the same losses on both (a ``peer`` test: it runs in the environment that
+  has jax 0.10.2 beside lamina, ``hatch run peer:test``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
-from e2e_helpers import JAX_PEER, SRC_DIRS, jax_peer_available, lamina_mlp_losses, run_python
+from e2e_helpers import SRC_DIRS, lamina_mlp_losses, peer_python, run_python
 
 FRESH_CASES = [
     pytest.param("numpy", """
@@ -87,12 +88,10 @@ COEXIST = """
     """
 
 
-@pytest.mark.skipif(not JAX_PEER.exists(), reason="no JAX peer at /tmp/jaxpeer (as in CI)")
+@pytest.mark.peer
 def test_jax_and_lamina_in_one_process():
-    if not jax_peer_available():
-        pytest.skip("the JAX peer does not import jax")
-    tests_dir = str(__import__("pathlib").Path(__file__).parent)
-    proc = run_python(JAX_PEER, COEXIST, pythonpath=[*SRC_DIRS, tests_dir], timeout=240)
+    tests_dir = str(Path(__file__).parent)
+    proc = run_python(peer_python(), COEXIST, pythonpath=[*SRC_DIRS, tests_dir], timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["jax"] == got["lamina"] == [14.0, [0.0, 0.5, 1.0, 1.5]]

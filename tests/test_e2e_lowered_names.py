@@ -2,8 +2,8 @@
 locations reach the StableHLO that XLA compiles, for ``jit`` and ``pmap``, and
 survive the transformations applied around and inside a ``jit``.
 
-The expected names are JAX 0.10's (checked against the peer at /tmp/jaxpeer;
-``test_names_match_the_jax_peer`` repeats that comparison live when it can).
+The expected names are JAX 0.10's; ``test_names_match_the_jax_peer`` repeats
+that comparison live (a ``peer`` test: ``hatch run peer:test``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ import lamina as lx
 import lamina.numpy as jnp
 from lamina import lax
 from e2e_helpers import (
-    JAX_PEER,
-    jax_peer_available,
     main_signature,
+    peer_python,
     run_python,
     sub_jaxprs,
     text_arg_infos,
@@ -297,11 +296,9 @@ print(json.dumps({'jit': main_locs(jit_text), 'pmap': main_locs(pmap_text),
 """
 
 
-@pytest.mark.skipif(not JAX_PEER.exists(), reason="no JAX peer at /tmp/jaxpeer")
+@pytest.mark.peer
 def test_names_match_the_jax_peer():
-    if not jax_peer_available():
-        pytest.skip("the JAX peer does not import jax")
-    proc = run_python(JAX_PEER, JAX_SCRIPT)
+    proc = run_python(peer_python(), JAX_SCRIPT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     peer = json.loads(proc.stdout.strip().splitlines()[-1])
     assert peer["jit"] == KEPT

@@ -71,6 +71,159 @@ def test_tools_undeclared_fixture_is_rejected() -> None:
     ]
 
 
+# --- floors, cycles and local imports: one fixture workspace per rule ----------
+
+SRC = "packages/linear-util/src/lamina_linear_util/"
+FLOORS = "(linear-util/pyproject.toml [tool.lamina.floors])"
+NO_REASON = ("function-local import without a reason (say why it is not at the top "
+             "in a comment on its line or the line above)")
+LU = "lamina_linear_util"
+
+FLOOR_CASES: dict[str, tuple[list[str], str]] = {
+    "cycle_two": ([
+        f"{SRC}a.py:1: {LU}.a imports {LU}.b: import cycle of 2 modules in {LU}: a, b (cycle: a -> b -> a)",
+    ], "1 import cycle(s), 0 upward import(s), 0 function-local import(s) without a reason"),
+    "cycle_three": ([
+        f"{SRC}a.py:1: {LU}.a imports {LU}.b: import cycle of 3 modules in {LU}: a, b, c "
+        "(cycle: a -> b -> c -> a)",
+    ], "1 import cycle(s), no floors declared, 0 function-local import(s) without a reason"),
+    "upward": ([
+        f"{SRC}base.py:2: {LU}.base imports {LU}.mid: upward import: mid is on floor 1, "
+        f"above base on floor 0 {FLOORS}",
+        f"{SRC}mid.py:1: {LU}.mid imports {LU}.high: upward import: high is on floor 2, "
+        f"above mid on floor 1 {FLOORS}",
+    ], "0 import cycle(s), 2 upward import(s), 0 function-local import(s) without a reason"),
+    "same_floor": ([], "0 import cycle(s), 0 upward import(s), 0 function-local import(s) without a reason"),
+    "uncovered": ([
+        f"packages/linear-util/pyproject.toml:9: {LU}: floor 1 of linear-util/pyproject.toml "
+        "[tool.lamina.floors] lists 'missing', which covers no module",
+        f"packages/linear-util/pyproject.toml:10: {LU}: linear-util/pyproject.toml "
+        "[tool.lamina.floors] lists 'a' twice (floors 0 and 2)",
+        f"{SRC}b.py:1: {LU}.b: on no floor of linear-util/pyproject.toml [tool.lamina.floors]: "
+        "list it, or a glob that covers it",
+        f"{SRC}sub/__init__.py:1: {LU}.sub: on no floor of linear-util/pyproject.toml "
+        "[tool.lamina.floors]: list it, or a glob that covers it",
+    ], "0 import cycle(s), 0 upward import(s), 0 function-local import(s) without a reason"),
+    "glob": ([
+        f"{SRC}sub/deep/z.py:2: {LU}.sub.deep.z imports {LU}.sub.x: upward import: sub.x is on floor 3, "
+        f"above sub.deep.z on floor 2 {FLOORS}",
+        f"{SRC}sub/low.py:2: {LU}.sub.low imports {LU}.sub.x: upward import: sub.x is on floor 3, "
+        f"above sub.low on floor 1 {FLOORS}",
+    ], "0 import cycle(s), 2 upward import(s), 0 function-local import(s) without a reason"),
+    "type_checking": ([
+        f"{SRC}low.py:9: {LU}.low imports {LU}.other: upward import: other is on floor 1, "
+        f"above low on floor 0 {FLOORS}",
+    ], "0 import cycle(s), 1 upward import(s), 0 function-local import(s) without a reason"),
+    "local_imports": ([
+        f"{SRC}mod.py:{line}: {LU}.mod imports json: {NO_REASON}" for line in (17, 22, 27, 39, 44)
+    ], "0 import cycle(s), no floors declared, 5 function-local import(s) without a reason"),
+    "relative": ([
+        f"{SRC}sub/x.py:2: {LU}.sub.x imports {LU}.sub.y: import cycle of 2 modules in {LU}: "
+        "sub.x, sub.y (cycle: sub.x -> sub.y -> sub.x)",
+        f"{SRC}sub/y.py:5: {LU}.sub.y imports {LU}.sub.x: upward import: sub.x is on floor 2, "
+        f"above sub.y on floor 1 {FLOORS}",
+    ], "1 import cycle(s), 1 upward import(s), 0 function-local import(s) without a reason"),
+    "init": ([
+        f"{SRC}early.py:1: {LU}.early imports {LU}.sub.sibling: upward import: it first runs sub "
+        f"(its package __init__), on floor 2, above early on floor 0 {FLOORS}",
+        f"{SRC}uses_version.py:1: {LU}.uses_version imports {LU}: upward import: {LU} is on "
+        f"the top floor (the package __init__), above uses_version on floor 3 {FLOORS}",
+    ], "0 import cycle(s), 2 upward import(s), 0 function-local import(s) without a reason"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FLOOR_CASES))
+def test_tools_floor_fixture(case: str) -> None:
+    expected, counts = FLOOR_CASES[case]
+    result = run_cli(FIXTURES / "floors" / case)
+    assert result.stdout.splitlines() == expected
+    assert f"check_layers: linear-util: {counts}\n" in result.stderr
+    assert result.returncode == (1 if expected else 0), result.stderr
+
+
+def test_tools_clean_fixture_declares_floors() -> None:
+    workspace = check_layers.load_workspace(FIXTURES / "clean")
+    assert workspace.packages[0].floors == (("__about__",), ("util.deep",), ("util",), ("wrapped",))
+    assert "check_layers: linear-util: 0 import cycle(s), 0 upward import(s)" in run_cli(FIXTURES / "clean").stderr
+
+
+@pytest.mark.parametrize("order", ['"a"', '[["a"], "b"]', '[["a b"]]', '[["a.*.b"]]', '[[1]]'])
+def test_tools_malformed_floors_are_exit_2(tmp_path: Path, order: str) -> None:
+    base = make_package(tmp_path, "linear-util", [], {"src/lamina_linear_util/a.py": ""})
+    with (base / "pyproject.toml").open("a") as file:
+        file.write(f"\n[tool.lamina.floors]\norder = {order}\n")
+    result = run_cli(tmp_path)
+    assert result.returncode == 2
+    assert "[tool.lamina.floors]" in result.stderr
+
+
+def test_tools_floors_need_one_import_package(tmp_path: Path) -> None:
+    base = make_package(tmp_path, "linear-util", [], {"src/one/__init__.py": "", "src/two/__init__.py": ""})
+    with (base / "pyproject.toml").open("a") as file:
+        file.write('\n[tool.lamina.floors]\norder = [["x"]]\n')
+    result = run_cli(tmp_path)
+    assert result.returncode == 2
+    assert "needs a package with one import name" in result.stderr
+
+
+def test_tools_cycles_are_found_without_floors_in_every_package(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], LU_SRC)
+    make_package(tmp_path, "tracing-core", TC_DEPS, {
+        "src/lamina_tracing_core/__init__.py": "from . import core\n",
+        "src/lamina_tracing_core/core.py": "from lamina_tracing_core import NAME\n",
+        "tests/test_tc_cycle.py": "import tc_a\n",
+        "tests/tc_a.py": "import test_tc_cycle\n",
+    })
+    found = findings(tmp_path)
+    assert [(f.rule, f.path.name, f.line, f.module, f.imported) for f in found] == [
+        ("cycle", "__init__.py", 1, "lamina_tracing_core", "lamina_tracing_core.core"),
+    ]
+    assert found[0].why.endswith("lamina_tracing_core, core (cycle: lamina_tracing_core -> core -> "
+                                 "lamina_tracing_core)")
+
+
+def test_tools_import_of_a_package_runs_its_init_from_outside_only(tmp_path: Path) -> None:
+    make_package(tmp_path, "linear-util", [], {
+        "src/lamina_linear_util/__init__.py": "",
+        "src/lamina_linear_util/user.py": "import lamina_linear_util.sub.leaf\n",
+        "src/lamina_linear_util/sub/__init__.py": "from .leaf import f\n",
+        "src/lamina_linear_util/sub/leaf.py": "from lamina_linear_util.sub.other import g\nf = g\n",
+        "src/lamina_linear_util/sub/other.py": "from lamina_linear_util import sub\ng = 1\n",
+    })
+    sources = [check_layers.parse_source(p, tmp_path / "packages/linear-util/src")
+               for p in sorted((tmp_path / "packages/linear-util/src").rglob("*.py"))]
+    graph = check_layers.module_graph("lamina_linear_util", sources)
+    assert {(e.source, e.target, e.named) for e in graph.edges} == {
+        ("lamina_linear_util.user", "lamina_linear_util.sub.leaf", "lamina_linear_util.sub.leaf"),
+        ("lamina_linear_util.user", "lamina_linear_util.sub", "lamina_linear_util.sub.leaf"),
+        ("lamina_linear_util.sub", "lamina_linear_util.sub.leaf", "lamina_linear_util.sub.leaf"),
+        ("lamina_linear_util.sub.leaf", "lamina_linear_util.sub.other", "lamina_linear_util.sub.other"),
+        ("lamina_linear_util.sub.other", "lamina_linear_util.sub", "lamina_linear_util.sub"),
+    }
+    # other names sub/__init__ itself, which imports leaf, which imports other: a cycle.
+    (found,) = findings(tmp_path)
+    assert found.rule == "cycle" and "sub, sub.leaf, sub.other" in found.why
+
+
+@pytest.mark.parametrize(("comment", "reason"), [
+    ("# optional dependency: scipy is not required", True),
+    ("# noqa: PLC0415 - jaxlib is loaded lazily", True),
+    ("# noqa: PLC0415", False),
+    ("# type: ignore[import-not-found]", False),
+    ("# pragma: no cover", False),
+    ("#", False),
+])
+def test_tools_is_reason(comment: str, reason: bool) -> None:
+    assert check_layers.is_reason(comment) is reason
+
+
+def test_tools_strongly_connected_components() -> None:
+    edges = [check_layers.Edge(a, b, 1, b) for a, b in
+             [("a", "b"), ("b", "a"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "c"), ("f", "f")]]
+    components = check_layers.strongly_connected("abcdef", edges)
+    assert sorted(components) == [["a", "b"], ["c", "d", "e"], ["f"]]
+
+
 def test_tools_missing_packages_folder_is_exit_2(tmp_path: Path) -> None:
     result = run_cli(tmp_path)
     assert result.returncode == 2
@@ -101,7 +254,7 @@ def test_tools_lower_layer_must_be_declared(tmp_path: Path) -> None:
     make_package(tmp_path, "linear-util", [], LU_SRC)
     make_package(tmp_path, "tracing-core", TC_DEPS, {"src/lamina_tracing_core/__init__.py": ""})
     make_package(tmp_path, "mlir-lowering", ["lamina-tracing-core>=0.1,<0.2"], {
-        "src/lamina_mlir_lowering/rules.py": "def f():\n    import lamina_linear_util.pytree\n",
+        "src/lamina_mlir_lowering/rules.py": "def f():\n    import lamina_linear_util.pytree  # lazy\n",
     })
     (found,) = findings(tmp_path)
     assert found.error and found.line == 2

@@ -1,22 +1,24 @@
-"""jax and lamina in one process: both keep working (jax's own venv, if present)."""
+"""jax and lamina in one process: both keep working (a ``peer`` test: it runs
+where jax 0.10.2 is installed beside lamina, ``hatch run peer:test``)."""
 
 from __future__ import annotations
 
 import os
 import pathlib
 import subprocess
+import sys
 import textwrap
 
 import pytest
 
-JAX_PYTHON = pathlib.Path("/tmp/jaxpeer/bin/python")
+JAX_PYTHON = pathlib.Path(sys.executable)
 PACKAGES = pathlib.Path(__file__).resolve().parents[2]
 SRC_DIRS = [str(PACKAGES / name / "src") for name in (
     "linear-util", "tracing-core", "mlir-lowering", "interpreters-pxla")]
 
-# The peer venv runs lamina from the source tree, so this needs both.
+# The child process runs lamina from the source tree, so this needs both.
 pytestmark = [
-    pytest.mark.skipif(not JAX_PYTHON.exists(), reason="no jax peer venv at /tmp/jaxpeer"),
+    pytest.mark.peer,
     pytest.mark.skipif(not all(pathlib.Path(d).is_dir() for d in SRC_DIRS),
                        reason="not run from the source tree (e.g. against an installed wheel)"),
 ]

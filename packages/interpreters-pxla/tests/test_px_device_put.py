@@ -19,6 +19,7 @@ from lamina_interpreters_pxla import (
     ShardingError,
     SingleDeviceSharding,
 )
+from lamina_interpreters_pxla import buffers
 from lamina_interpreters_pxla import transfer as sa
 from lamina_interpreters_pxla.device_put import device_put_p
 from lamina_linear_util import tree_util
@@ -120,7 +121,7 @@ def test_one_bind_and_one_copy_per_device_group(monkeypatch: pytest.MonkeyPatch)
     devs = px.devices()
     counts = {"bind": 0, "put": 0, "copy": 0, "copied": 0}
     real_impl = primitives.impl_rules[device_put_p]
-    real_put, real_copy = sa._batched_device_put, sa._batched_copy
+    real_put, real_copy = buffers._batched_device_put, buffers._batched_copy
 
     def impl(*args: Any, **params: Any) -> Any:
         counts["bind"] += 1
@@ -139,8 +140,8 @@ def test_one_bind_and_one_copy_per_device_group(monkeypatch: pytest.MonkeyPatch)
     on2 = [px.device_put(np.full(4, i, np.float32), devs[2]) for i in range(3)]
     host = [np.full(4, i, np.float32) for i in range(4)]
     monkeypatch.setitem(primitives.impl_rules, device_put_p, impl)
-    monkeypatch.setattr(sa, "_batched_device_put", put)
-    monkeypatch.setattr(sa, "_batched_copy", copy)
+    monkeypatch.setattr(buffers, "_batched_device_put", put)
+    monkeypatch.setattr(buffers, "_batched_copy", copy)
     out = px.device_put({"on1": on1, "on2": on2, "host": host}, devs[5])
     assert counts == {"bind": 1, "put": 4, "copy": 2, "copied": 8}
     assert all(x.device == devs[5] for x in out["on1"] + out["on2"] + out["host"])

@@ -8,11 +8,16 @@ from typing import Any
 import numpy as np
 import pytest
 
+from jaxlib.mlir.dialects import stablehlo
+from lamina_mlir_lowering import lowering_rules, register_lowering
+from lamina_tracing_core.primitives import Primitive
+
 import lamina_interpreters_pxla as px
 from lamina_interpreters_pxla import Array, Mesh, NamedSharding, P, SingleDeviceSharding
-from lamina_interpreters_pxla import dispatch
+from lamina_interpreters_pxla import compiler, dispatch
 from lamina_interpreters_pxla.dispatch import EagerDispatchError
 from lamina_tracing_core import lax, primitives
+from lamina_tracing_core import numpy as tnp
 
 pytestmark = pytest.mark.skipif(px.device_count() < 8, reason="needs 8 CPU devices")
 
@@ -98,35 +103,37 @@ def test_multiple_results_primitive() -> None:
     assert values.tolist() == [4.0, 3.0] and indices.tolist() == [2, 0]
 
 
-def test_every_primitive_with_a_lowering_has_an_eager_impl() -> None:
-    from lamina_mlir_lowering import has_lowering_rule
-    from lamina_tracing_core.primitives import Primitive
+def test_the_runtime_is_the_default_eager_impl() -> None:
+    assert primitives.default_impl is dispatch.apply_primitive
+    assert primitives.default_impl_checks_inputs  # a cache hit was checked before
     lax_prims = [p for p in vars(lax).values() if isinstance(p, Primitive)]
     assert len(lax_prims) > 50
-    assert [p.name for p in lax_prims if has_lowering_rule(p) and p not in primitives.impl_rules
-            and not getattr(p, "map_primitive", False)] == []  # registered at import
-    dispatch.register_eager_impls()  # primitives other test modules defined since import
-    missing = [p.name for p in primitives.abstract_eval_rules
-               if has_lowering_rule(p) and p not in primitives.impl_rules
-               and not getattr(p, "map_primitive", False)]
-    assert missing == []
-    assert dispatch.register_eager_impls() == 0  # nothing new since
+    # no impl per primitive: lax primitives run through the one default, except
+    # convert_element_type, whose impl places host data without compiling
+    assert [p.name for p in lax_prims if p in primitives.impl_rules] == ["convert_element_type"]
 
 
-def test_new_primitives_get_an_impl_when_registered() -> None:
-    from jaxlib.mlir.dialects import stablehlo
-    from lamina_mlir_lowering import lowering_rules, register_lowering
-    from lamina_tracing_core.primitives import Primitive
-    dispatch.register_eager_impls()  # primitives other test modules defined since import
+def test_placing_host_data_compiles_nothing() -> None:
+    misses = compiler.compile_stats["misses"]
+    for n in range(1, 6):
+        host = np.arange(n * 7, dtype=np.float32).reshape(n, 7)
+        placed = tnp.asarray(host)
+        assert type(placed) is Array and not placed.committed
+        np.testing.assert_array_equal(np.asarray(placed), host)
+    assert compiler.compile_stats["misses"] == misses
+    # a conversion to another dtype still runs (and compiles) through the default impl
+    converted = lax.convert_element_type(np.ones(3, np.float32), np.int32)
+    assert converted.dtype == np.int32 and converted.tolist() == [1, 1, 1]
+
+
+def test_new_primitives_run_eagerly_with_only_their_rules() -> None:
     twice = Primitive("px_test_twice")
     twice.def_abstract_eval(lambda aval: aval)
     register_lowering(twice, lambda ctx, x: [stablehlo.add(x, x)])
     try:
-        assert dispatch.register_eager_impls() == 1
         out = twice.bind(px.device_put(np.arange(3, dtype=np.float32)))
         assert out.tolist() == [0.0, 2.0, 4.0]
     finally:
-        primitives.impl_rules.pop(twice, None)
         primitives.abstract_eval_rules.pop(twice, None)
         lowering_rules.pop(twice, None)
 
@@ -245,22 +252,25 @@ def test_invalid_operands_name_the_operand() -> None:
         lax.add(np.float32(1), object())
 
 
-def test_dispatched_primitives_check_their_own_inputs() -> None:
-    from jaxlib.mlir.dialects import stablehlo
-    from lamina_mlir_lowering import lowering_rules, register_lowering
-    from lamina_tracing_core import core
-    from lamina_tracing_core.primitives import Primitive
-    assert lax.sin_p in core.impls_checking_inputs  # a cache hit was checked before
+def test_an_impl_of_its_own_wins_and_gets_its_inputs_checked() -> None:
     negate = Primitive("px_test_negate")
-    negate.def_abstract_eval(lambda aval: aval)
+    seen: list[Any] = []
+
+    def check(aval: Any) -> Any:
+        seen.append(aval)
+        return aval
+
+    negate.def_abstract_eval(check)
     register_lowering(negate, lambda ctx, x: [stablehlo.negate(x)])
     try:
-        dispatch.register_eager_impls()
-        assert negate in core.impls_checking_inputs
-        assert negate.bind(px.device_put(np.ones(2, np.float32))).tolist() == [-1.0, -1.0]
-        primitives.impl_rules[negate] = lambda x: x  # another layer takes over
-        dispatch.register_eager_impls()
-        assert negate not in core.impls_checking_inputs  # so the eval trace checks again
+        x = px.device_put(np.ones(2, np.float32))
+        assert negate.bind(x).tolist() == [-1.0, -1.0]
+        checks = len(seen)
+        assert negate.bind(x).tolist() == [-1.0, -1.0]
+        assert len(seen) == checks  # a cache hit of the default impl: no check again
+        negate.def_impl(lambda x: x)  # another layer takes over
+        assert negate.bind(x) is x
+        assert len(seen) > checks  # so the eval trace checks the inputs itself
     finally:
         primitives.impl_rules.pop(negate, None)
         primitives.abstract_eval_rules.pop(negate, None)

@@ -30,6 +30,8 @@ from lamina_tracing_core.jaxpr import (
 from lamina_tracing_core.primitives import Primitive, abstract_eval, abstract_eval_rules
 from lamina_tracing_core.source_info import Frame, NameStack, SourceInfo
 
+from lamina_mlir_lowering import LoweringRule, register_lowering
+
 
 def aval(shape: Sequence[int], dtype: Any) -> ShapedArray:
     return ShapedArray(tuple(shape), np.dtype(dtype))
@@ -109,33 +111,10 @@ def nary(prim: Primitive, shapes_dtypes: Sequence[tuple[Sequence[int], Any]],
     return b.build(out if prim.multiple_results else [out])
 
 
-_LOCAL_PRIMS: dict[str, Primitive] = {}
-
-
-def find_prim(name: str, multiple_results: bool = False) -> Primitive:
-    """tracing-core's primitive called ``name`` (lax, control flow, ...), or a
-    test-local one with that name until tracing-core defines it (lowering
-    rules are also found by JAX name)."""
-    import importlib
-    import pkgutil
-
-    for package in ("lamina_tracing_core.lax", "lamina_tracing_core.control_flow",
-                    "lamina_tracing_core.parallel"):
-        try:
-            mod = importlib.import_module(package)
-        except ImportError:
-            continue
-        mods = [mod]
-        if hasattr(mod, "__path__"):
-            for info in pkgutil.walk_packages(mod.__path__, package + "."):
-                try:
-                    mods.append(importlib.import_module(info.name))
-                except ImportError:
-                    continue
-        for m in mods:
-            for v in vars(m).values():
-                if isinstance(v, Primitive) and v.name == name:
-                    return v
-    if name not in _LOCAL_PRIMS:
-        _LOCAL_PRIMS[name] = Primitive(name, multiple_results=multiple_results)
-    return _LOCAL_PRIMS[name]
+def local_prim(name: str, rule: LoweringRule, multiple_results: bool = False) -> Primitive:
+    """A test-local primitive called ``name`` lowered by ``rule``: how a layer
+    that defines one of JAX's primitives missing from tracing-core (``reduce``,
+    ``rng_bit_generator``) registers the rule mlir-lowering has for it."""
+    prim = Primitive(name, multiple_results=multiple_results)
+    register_lowering(prim, rule)
+    return prim

@@ -24,6 +24,14 @@ def lower(closed: Any, **kwargs: Any) -> ml.LoweringResult:
     return ml.lower_jaxpr_to_module("jit_f", closed, **kwargs)
 
 
+def _jit_like_primitive() -> Primitive:
+    """A call primitive with jit's params, lowered as the jit layer lowers it."""
+    call_p = Primitive("jit", multiple_results=True)
+    ml.register_lowering(call_p, ml.make_call_rule("jaxpr", name_param="name",
+                                                   inline_param="inline"))
+    return call_p
+
+
 def test_cond_and_switch() -> None:
     def f(p, x):
         return cf.cond(p, lambda v: lax.sin(v) * 2, lambda v: v + 1, x)
@@ -107,7 +115,7 @@ def test_scan_of_length_zero_and_nested_control_flow() -> None:
 
 
 def test_inner_jit_becomes_one_private_function_per_callee() -> None:
-    call_p = Primitive("jit", multiple_results=True)
+    call_p = _jit_like_primitive()
     inner_b = JaxprBuilder("g")
     a = inner_b.arg((3,), F32, "a")
     inner = inner_b.build([inner_b.eqn(ew.sin_p, a)])
@@ -135,7 +143,7 @@ def test_inner_jit_becomes_one_private_function_per_callee() -> None:
 
 
 def test_calls_in_multi_platform_modules_pass_the_platform_index() -> None:
-    call_p = Primitive("jit", multiple_results=True)
+    call_p = _jit_like_primitive()
     inner_b = JaxprBuilder("g")
     a = inner_b.arg((2,), F32, "a")
     inner = inner_b.build([inner_b.eqn(ew.neg_p, a)])

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from lamina_tracing_core.lax import linalg as la
 from lamina_tracing_core.lax import prng
-from ml_build import aval, find_prim
+from ml_build import aval, local_prim
 from ml_runner import lower_one, lower_run
+
+from lamina_mlir_lowering.lax_rules.random import rng_bit_generator_lowering
 
 F32 = np.float32
 RNG = np.random.default_rng(3)
@@ -101,7 +103,7 @@ def test_threefry2x32_broadcasts_scalar_keys() -> None:
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint8, np.uint64])
 def test_rng_bit_generator(dtype: Any) -> None:
-    prim = find_prim("rng_bit_generator", multiple_results=True)
+    prim = local_prim("rng_bit_generator", rng_bit_generator_lowering, multiple_results=True)
     key = np.array([1, 2, 3, 4], np.uint32)
     kwargs = dict(shape=(3, 5), dtype=np.dtype(dtype), algorithm=1, out_sharding=None)
     out_avals = [aval((4,), np.uint32), aval((3, 5), dtype)]

@@ -11,10 +11,11 @@ from lamina_tracing_core.lax import cumulative as cu
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import reductions as rd
 from lamina_tracing_core.lax import sorting as so
-from ml_build import JaxprBuilder, aval, find_prim
+from ml_build import JaxprBuilder, aval, local_prim
 from ml_runner import lower_run, run
 
 import lamina_mlir_lowering as ml
+from lamina_mlir_lowering.lax_rules.reductions import reduce_lowering
 
 F32 = np.float32
 RNG = np.random.default_rng(2)
@@ -118,7 +119,7 @@ def test_generic_variadic_reduce_with_body_region() -> None:
     s = body.eqn(ew.add_p, a0, b0)
     m = body.eqn(ew.mul_p, a1, b1)
     closed_body = body.build([s, m], [None, None])
-    reduce_p = find_prim("reduce", multiple_results=True)
+    reduce_p = local_prim("reduce", reduce_lowering, multiple_results=True)
     b = JaxprBuilder("f")
     x = b.arg((4, 3), F32, "x")
     y = b.arg((4, 3), F32, "y")

@@ -139,7 +139,7 @@ def test_repeated_calls_under_a_transformation_reuse_inferred_params() -> None:
     g = api.grad(lambda x: jf(x))
     for v in (0.1, 0.2, 0.3):
         np.testing.assert_allclose(float(g(v)), np.cos(v), rtol=1e-6)
-    assert count[0] == 1 and len(jf._jitted._inferred) == 1
+    assert count[0] == 1 and len(jf._jitted._calls) == 1
 
 
 def test_messages_keep_jax_wording_and_add_names() -> None:

@@ -2,15 +2,16 @@
 
 ``NUMPY_REFERENCE`` maps primitive names to ``impl(*values, **params)`` written
 from the operation's definition (XLA semantics), independent of the lax rules
-under test. ``installed()`` registers them in ``primitives.impl_rules`` for
-the duration of a ``with`` block, so eager evaluation and ``eval_jaxpr`` run
-before (and without) the runtime layer; the previous table is restored after.
+under test. It is the one reference table of the tests: ``installed()``
+registers it in ``primitives.impl_rules`` for the duration of a ``with`` block,
+so eager evaluation and ``eval_jaxpr`` run before (and without) the runtime
+layer; the previous table is restored after. (``tc_testing.install_numpy_impls``
+registers the same impls for good.)
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -657,8 +658,6 @@ def installed() -> Iterator[None]:
         impl_rules.clear()
         impl_rules.update(saved)
 
-
-_ = itertools
 
 
 # --- checks shared by the test_lax_* files --------------------------------------------------

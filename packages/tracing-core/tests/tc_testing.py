@@ -1,8 +1,5 @@
 """Test utilities for lamina-tracing-core (imported by the tests via conftest).
 
-- ``install_numpy_impls()``: numpy reference ``impl_rules`` for the lax
-  primitives the tests use (the runtime layer registers real ones later; these
-  are only installed where none is registered).
 - ``check_grads(f, args, order, modes)``: finite-difference checks of
   ``jvp`` (forward) and ``vjp`` (reverse), recursively up to ``order``.
 - Tiny test-local primitives (``t_add_p``, ``t_mul_p``, ``t_sin_p``,
@@ -25,149 +22,12 @@ from lamina_tracing_core.primitives import (
     Primitive,
     abstract_eval_rules,
     batching_rules,
-    impl_rules,
     jvp_rules,
     transpose_rules,
 )
 
 # The helpers here are not "the user's line" of an equation: the test is.
 register_internal_directory(__file__)
-
-# --- numpy reference impls of lax primitives ------------------------------------------------
-
-
-def _np_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: Any = None,
-                    preferred_element_type: Any = None, **_: Any) -> Any:
-    (lc, rc), (lb, rb) = dimension_numbers
-    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    l_free = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
-    r_free = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    letters = iter("abcdefghijklmnopqrstuvwxyz")
-    l_sub = [""] * lhs.ndim
-    r_sub = [""] * rhs.ndim
-    for i, j in zip(lb, rb):
-        l_sub[i] = r_sub[j] = next(letters)
-    for i, j in zip(lc, rc):
-        l_sub[i] = r_sub[j] = next(letters)
-    for i in l_free:
-        l_sub[i] = next(letters)
-    for j in r_free:
-        r_sub[j] = next(letters)
-    out = "".join(l_sub[i] for i in lb) + "".join(l_sub[i] for i in l_free) + "".join(
-        r_sub[j] for j in r_free)
-    res = np.einsum(f"{''.join(l_sub)},{''.join(r_sub)}->{out}", lhs, rhs)
-    dt = preferred_element_type or np.result_type(lhs.dtype, rhs.dtype)
-    return np.asarray(res, dtype=dt)
-
-
-def _np_broadcast_in_dim(x: Any, *, shape: Sequence[int], broadcast_dimensions: Sequence[int],
-                         **_: Any) -> Any:
-    x = np.asarray(x)
-    expanded = [1] * len(shape)
-    for src, dst in enumerate(broadcast_dimensions):
-        expanded[dst] = x.shape[src]
-    return np.broadcast_to(x.reshape(expanded), tuple(shape)).copy()
-
-
-def _np_select_n(which: Any, *cases: Any) -> Any:
-    which = np.asarray(which)
-    if which.dtype == np.bool_:
-        return np.where(which, cases[1], cases[0])
-    return np.choose(which, cases)
-
-
-def _np_convert(x: Any, *, new_dtype: Any, **_: Any) -> Any:
-    return np.asarray(x).astype(new_dtype)
-
-
-def _np_slice(x: Any, *, start_indices: Any, limit_indices: Any, strides: Any = None) -> Any:
-    strides = strides or (1,) * len(start_indices)
-    return np.asarray(x)[tuple(slice(s, e, st) for s, e, st in zip(start_indices,
-                                                                   limit_indices, strides))]
-
-
-def _np_integer_pow(x: Any, *, y: int) -> Any:
-    x = np.asarray(x)
-    return (x ** y).astype(x.dtype)
-
-
-def _np_reduce(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def impl(x: Any, *, axes: Sequence[int], **_: Any) -> Any:
-        x = np.asarray(x)
-        return np.asarray(fn(x, axis=tuple(axes)), dtype=x.dtype)
-    return impl
-
-
-def _np_cumsum(x: Any, *, axis: int, reverse: bool) -> Any:
-    x = np.asarray(x)
-    if reverse:
-        return np.flip(np.cumsum(np.flip(x, axis), axis), axis).astype(x.dtype)
-    return np.cumsum(x, axis).astype(x.dtype)
-
-
-def _same_dtype(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def impl(*args: Any, **params: Any) -> Any:
-        arrays = [np.asarray(a) for a in args]
-        out = fn(*arrays)
-        return np.asarray(out, dtype=arrays[0].dtype)
-    return impl
-
-
-NUMPY_IMPLS: dict[str, Callable[..., Any]] = {
-    "add": _same_dtype(np.add), "sub": _same_dtype(np.subtract),
-    "mul": lambda x, y, **_: np.asarray(np.multiply(x, y), np.asarray(x).dtype),
-    "div": _same_dtype(np.divide), "neg": _same_dtype(np.negative),
-    "max": _same_dtype(np.maximum), "min": _same_dtype(np.minimum),
-    "sin": _same_dtype(np.sin), "cos": _same_dtype(np.cos), "tan": _same_dtype(np.tan),
-    "exp": _same_dtype(np.exp), "log": _same_dtype(np.log), "tanh": _same_dtype(np.tanh),
-    "sqrt": _same_dtype(np.sqrt), "abs": _same_dtype(np.abs), "sign": _same_dtype(np.sign),
-    "log1p": _same_dtype(np.log1p), "expm1": _same_dtype(np.expm1),
-    "logistic": _same_dtype(lambda x: 1 / (1 + np.exp(-x))),
-    "pow": _same_dtype(np.power), "square": _same_dtype(np.square),
-    "rsqrt": _same_dtype(lambda x: 1 / np.sqrt(x)),
-    "integer_pow": _np_integer_pow,
-    "eq": lambda x, y: np.equal(x, y), "ne": lambda x, y: np.not_equal(x, y),
-    "gt": lambda x, y: np.greater(x, y), "ge": lambda x, y: np.greater_equal(x, y),
-    "lt": lambda x, y: np.less(x, y), "le": lambda x, y: np.less_equal(x, y),
-    "and": lambda x, y: np.logical_and(x, y) if np.asarray(x).dtype == bool else x & y,
-    "or": lambda x, y: np.logical_or(x, y) if np.asarray(x).dtype == bool else x | y,
-    "not": lambda x: np.logical_not(x) if np.asarray(x).dtype == bool else ~x,
-    "select_n": _np_select_n,
-    "convert_element_type": _np_convert,
-    "broadcast_in_dim": _np_broadcast_in_dim,
-    "reshape": lambda x, *, new_sizes, **_: np.reshape(np.asarray(x), new_sizes),
-    "transpose": lambda x, *, permutation: np.transpose(np.asarray(x), permutation),
-    "squeeze": lambda x, *, dimensions: np.squeeze(np.asarray(x), tuple(dimensions)),
-    "expand_dims": lambda x, *, dimensions: np.expand_dims(np.asarray(x), tuple(dimensions)),
-    "reduce_sum": _np_reduce(np.sum), "reduce_max": _np_reduce(np.max),
-    "reduce_min": _np_reduce(np.min), "reduce_prod": _np_reduce(np.prod),
-    "dot_general": _np_dot_general,
-    "slice": _np_slice,
-    "concatenate": lambda *xs, dimension: np.concatenate([np.asarray(x) for x in xs],
-                                                         dimension),
-    "rev": lambda x, *, dimensions: np.flip(np.asarray(x), tuple(dimensions)),
-    "iota": lambda *, dtype, shape, dimension, **_: np.broadcast_to(
-        np.arange(shape[dimension], dtype=dtype).reshape(
-            [shape[dimension] if i == dimension else 1 for i in range(len(shape))]),
-        shape).copy(),
-    "cumsum": _np_cumsum,
-    "stop_gradient": lambda x: np.asarray(x),
-    "copy": lambda x: np.array(x),
-    "add_any": lambda x, y: np.asarray(np.add(x, y), np.asarray(x).dtype),
-}
-
-
-def install_numpy_impls() -> None:
-    """Registers the numpy reference impls for lax primitives without an impl."""
-    from lamina_tracing_core import lax
-    from lamina_tracing_core.primitives import Primitive as P
-    prims = [v for v in vars(lax).values() if isinstance(v, P)]
-    prims.append(ad_util.add_jaxvals_p)
-    for prim in prims:
-        fn = NUMPY_IMPLS.get(prim.name)
-        if fn is not None and prim not in impl_rules:
-            impl_rules[prim] = fn
-
 
 # --- test-local primitives -----------------------------------------------------------------------
 def _unop(name: str, fn: Callable[[Any], Any]) -> Primitive:

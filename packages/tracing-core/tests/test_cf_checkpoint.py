@@ -4,11 +4,9 @@ vmap, DCE and debug info."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import numpy_reference as NR
 import pytest
 import tc_testing as T
 
@@ -20,15 +18,6 @@ from lamina_tracing_core.control_flow import scan
 from lamina_tracing_core.jaxpr import ClosedJaxpr, validate_jaxpr_debug_info
 
 f32 = np.float32
-
-
-@pytest.fixture(autouse=True)
-def _reference_impls_and_validation() -> Iterator[None]:
-    saved = core.config.validate_debug_info
-    core.config.validate_debug_info = True
-    with NR.installed():
-        yield
-    core.config.validate_debug_info = saved
 
 
 def _remat_eqns(jaxpr: Any) -> list[Any]:

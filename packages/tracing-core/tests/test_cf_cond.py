@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import numpy_reference as NR
 import pytest
 import tc_testing as T
 
@@ -18,17 +16,6 @@ from lamina_tracing_core.effects import NamedAxisEffect
 from lamina_tracing_core.jaxpr import ClosedJaxpr, validate_jaxpr_debug_info
 
 f32 = np.float32
-
-
-@pytest.fixture(autouse=True)
-def _reference_impls_and_validation() -> Iterator[None]:
-    """Eager values from the numpy reference interpreter; every jaxpr a
-    transformation builds is checked against the debug-info contract."""
-    saved = core.config.validate_debug_info
-    core.config.validate_debug_info = True
-    with NR.installed():
-        yield
-    core.config.validate_debug_info = saved
 
 
 def _eqns(jaxpr: Any, prim: Any) -> list[Any]:

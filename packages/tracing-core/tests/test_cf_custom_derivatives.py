@@ -4,16 +4,14 @@ a staged equation (as jit does), and the errors for malformed rules."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import numpy_reference as NR
 import pytest
 import tc_testing as T
 
 import lamina_tracing_core as tc
-from lamina_tracing_core import core, lax
+from lamina_tracing_core import lax
 from lamina_tracing_core.custom_derivatives import (
     SymbolicZero,
     custom_vjp_primal_tree_values,
@@ -26,15 +24,6 @@ from lamina_tracing_core.errors import UnexpectedTracerError
 from lamina_tracing_core.jaxpr import validate_jaxpr_debug_info
 
 f32 = np.float32
-
-
-@pytest.fixture(autouse=True)
-def _reference_impls_and_validation() -> Iterator[None]:
-    saved = core.config.validate_debug_info
-    core.config.validate_debug_info = True
-    with NR.installed():
-        yield
-    core.config.validate_debug_info = saved
 
 
 def staged(f: Any) -> Any:

@@ -3,11 +3,9 @@ reverse-mode error), vmap with batched predicates, DCE and debug info."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import numpy_reference as NR
 import pytest
 import tc_testing as T
 
@@ -23,15 +21,6 @@ f32 = np.float32
 WHILE_GRAD_ERROR = ("Reverse-mode differentiation does not work for lax.while_loop or "
                     "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
                     "using fori_loop with static start/stop.")
-
-
-@pytest.fixture(autouse=True)
-def _reference_impls_and_validation() -> Iterator[None]:
-    saved = core.config.validate_debug_info
-    core.config.validate_debug_info = True
-    with NR.installed():
-        yield
-    core.config.validate_debug_info = saved
 
 
 def _eqns(jaxpr: Any, prim: Any) -> list[Any]:

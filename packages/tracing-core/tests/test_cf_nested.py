@@ -3,11 +3,9 @@ grad, vmap and their compositions, against unnested references."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import numpy_reference as NR
 import pytest
 import tc_testing as T
 
@@ -18,15 +16,6 @@ from lamina_tracing_core.control_flow import cond, scan, while_loop
 from lamina_tracing_core.custom_derivatives import custom_jvp, custom_vjp
 
 f32 = np.float32
-
-
-@pytest.fixture(autouse=True)
-def _reference_impls_and_validation() -> Iterator[None]:
-    saved = core.config.validate_debug_info
-    core.config.validate_debug_info = True
-    with NR.installed():
-        yield
-    core.config.validate_debug_info = saved
 
 
 YS = np.array([0.3, 1.2, -0.4], f32)

@@ -3,11 +3,9 @@ DCE and the debug info of every transformed body."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import numpy_reference as NR
 import pytest
 import tc_testing as T
 
@@ -19,15 +17,6 @@ from lamina_tracing_core.effects import NamedAxisEffect
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, validate_jaxpr_debug_info
 
 f32 = np.float32
-
-
-@pytest.fixture(autouse=True)
-def _reference_impls_and_validation() -> Iterator[None]:
-    saved = core.config.validate_debug_info
-    core.config.validate_debug_info = True
-    with NR.installed():
-        yield
-    core.config.validate_debug_info = saved
 
 
 def _scan_eqns(jaxpr: Any) -> list[Any]:

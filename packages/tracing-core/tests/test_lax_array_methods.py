@@ -1,5 +1,5 @@
 """The operator/method mixin (``array_methods.ArrayMethods``) and the numpy
-helpers behind it: NumPy semantics (promotion with weak types, broadcasting,
+functions installed on it: NumPy semantics (promotion with weak types, broadcasting,
 indexing, ``.at`` updates, reductions) checked against numpy on tracers."""
 
 from __future__ import annotations
@@ -9,19 +9,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from numpy_reference import assert_close, installed
+from numpy_reference import assert_close
 
 from lamina_linear_util import tree_util
-from lamina_tracing_core import api, numpy_helpers
+from lamina_tracing_core import api
+from lamina_tracing_core import numpy as lnp
+from lamina_tracing_core.numpy import _util
+from lamina_tracing_core.numpy import indexing as np_indexing
 from lamina_tracing_core.array_methods import ArrayMethods
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.core import Tracer
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _reference_impls() -> Any:
-    with installed():
-        yield
 
 
 RNG = np.random.RandomState(6)
@@ -95,7 +92,7 @@ def test_unary_operators() -> None:
     assert_close(traced(lambda x: +x, F), F)
     assert_close(traced(abs, I), np.abs(I))
     assert_close(traced(lambda x: round(x), F * 3), np.round(F * 3))
-    with pytest.raises(TypeError, match="boolean negative"):
+    with pytest.raises(TypeError, match="negative: .*booleans"):
         traced(lambda x: -x, np.array([True]))
 
 
@@ -122,7 +119,7 @@ def test_broadcasting() -> None:
     assert_close(traced(lambda a, b: a + b, col, row), col + row, rtol=1e-6)
     big = RNG.standard_normal((4, 2, 3)).astype(np.float32)
     assert_close(traced(lambda a, b: a * b, F, big), F * big, rtol=1e-6)
-    with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
+    with pytest.raises(ValueError, match="add: incompatible shapes for broadcasting"):
         traced(lambda a, b: a + b, F, np.ones(4, np.float32))
 
 
@@ -140,7 +137,7 @@ def test_matmul_and_dot() -> None:
         assert_close(traced(lambda x, y: x @ y, a, b), a @ b, rtol=1e-5, atol=1e-6)
     assert_close(traced(lambda x, y: x.dot(y), m, v), m.dot(v), rtol=1e-5)
     assert_close(traced(lambda x, y: x.dot(y), b3, m), b3.dot(m), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="dimension mismatch"):
+    with pytest.raises(ValueError, match="matmul: shapes .* are not aligned"):
         traced(lambda x, y: x @ y, m, m)
 
 
@@ -175,7 +172,7 @@ def test_getitem_errors() -> None:
         traced(lambda a: a[5], X)
     with pytest.raises(IndexError, match="Too many indices"):
         traced(lambda a: a[0, 0, 0, 0], X)
-    with pytest.raises(numpy_helpers.NonConcreteBooleanIndexError, match="concrete"):
+    with pytest.raises(np_indexing.NonConcreteBooleanIndexError, match="concrete"):
         traced(lambda a, m: a[m], X, np.array([True, False]))
     with pytest.raises(TypeError, match="integer or boolean"):
         traced(lambda a, i: a[i], X, np.float32(1))
@@ -313,15 +310,15 @@ def test_divmod_semantics() -> None:
     assert_close(traced(lambda x, y: x % y, fa, fb), fa % fb, rtol=1e-6)
 
 
-def test_numpy_helpers_api() -> None:
-    assert numpy_helpers.broadcast_shapes((2, 1), (3,)) == (2, 3)
-    with pytest.raises(ValueError):
-        numpy_helpers.broadcast_shapes((2,), (3,))
-    avals = api.make_jaxpr(lambda a: numpy_helpers.promote_args("f", a, 1.0, np.int8(2)))(
+def test_numpy_util_api() -> None:
+    assert _util.broadcast_shapes("f", (2, 1), (3,)) == (2, 3)
+    with pytest.raises(ValueError, match="f: incompatible shapes"):
+        _util.broadcast_shapes("f", (2,), (3,))
+    avals = api.make_jaxpr(lambda a: _util.promote_args("f", a, 1.0, np.int8(2)))(
         I).out_avals
     assert [a.dtype for a in avals] == [np.float32] * 3
-    assert_close(traced(lambda a: numpy_helpers.where(a > 0, a, 0), I), np.where(I > 0, I, 0))
-    assert_close(traced(lambda a: numpy_helpers.broadcast_to(a, (4, 2, 3)), F),
+    assert_close(traced(lambda a: lnp.where(a > 0, a, 0), I), np.where(I > 0, I, 0))
+    assert_close(traced(lambda a: lnp.broadcast_to(a, (4, 2, 3)), F),
                  np.broadcast_to(F, (4, 2, 3)))
 
 

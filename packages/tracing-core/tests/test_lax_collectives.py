@@ -8,18 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from numpy_reference import assert_close, installed
+from numpy_reference import assert_close
 
 from lamina_tracing_core import api
 from lamina_tracing_core import lax as lx
 from lamina_tracing_core.effects import NamedAxisEffect
 from lamina_tracing_core.errors import UnboundAxisNameError
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _reference_impls() -> Any:
-    with installed():
-        yield
 
 
 RNG = np.random.RandomState(5)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from numpy_reference import assert_close, check_jaxpr_roundtrip, check_vmap, installed
+from numpy_reference import assert_close, check_jaxpr_roundtrip, check_vmap
 from tc_testing import check_grads
 
 from lamina_tracing_core import api
@@ -19,12 +19,6 @@ from lamina_tracing_core.lax import GatherDimensionNumbers as GDN
 from lamina_tracing_core.lax import GatherScatterMode as Mode
 from lamina_tracing_core.lax import ScatterDimensionNumbers as SDN
 from lamina_tracing_core.primitives import abstract_eval
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _reference_impls() -> Any:
-    with installed():
-        yield
 
 
 RNG = np.random.RandomState(2)

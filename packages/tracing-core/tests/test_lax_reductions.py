@@ -8,19 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from numpy_reference import assert_close, check_jaxpr_roundtrip, check_vmap, installed
+from numpy_reference import assert_close, check_jaxpr_roundtrip, check_vmap
 from tc_testing import check_grads
 
 from lamina_tracing_core import api
 from lamina_tracing_core import lax as lx
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.primitives import abstract_eval
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _reference_impls() -> Any:
-    with installed():
-        yield
 
 
 RNG = np.random.RandomState(3)

@@ -14,7 +14,6 @@ from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero
 from lamina_tracing_core.jaxpr import validate_jaxpr_debug_info
 
-T.install_numpy_impls()
 f32 = np.float32
 
 

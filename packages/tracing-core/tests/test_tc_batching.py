@@ -12,7 +12,6 @@ import lamina_tracing_core as tc
 from lamina_tracing_core import batching, core, effects, lax
 from lamina_tracing_core.jaxpr import validate_jaxpr_debug_info
 
-T.install_numpy_impls()
 f32 = np.float32
 
 

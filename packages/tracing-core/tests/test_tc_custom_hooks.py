@@ -16,7 +16,6 @@ from lamina_tracing_core import core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.primitives import Primitive
 
-T.install_numpy_impls()
 f32 = np.float32
 
 

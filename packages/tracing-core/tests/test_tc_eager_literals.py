@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import tc_testing as T
 
 import lamina_tracing_core as tc
 from lamina_tracing_core import api, core, lax, primitives
@@ -16,7 +15,6 @@ from lamina_tracing_core.avals import ShapedArray, aval_handlers
 from lamina_tracing_core.jaxpr import Literal
 from lamina_tracing_core.primitives import Primitive
 
-T.install_numpy_impls()
 f32 = np.float32
 
 
@@ -121,6 +119,65 @@ def test_impls_that_check_inputs_themselves_are_not_prechecked() -> None:
     core.impls_checking_inputs.add(prim)
     prim.bind(np.arange(3))  # the impl is trusted to check (the runtime's dispatch does)
     assert calls == {"abstract": 0, "impl": 1}
+
+
+@pytest.fixture
+def default_impl_restored() -> Any:
+    saved = primitives.default_impl, primitives.default_impl_checks_inputs
+    yield
+    primitives.set_default_impl(saved[0], checks_inputs=saved[1])
+
+
+def _abstract_only_primitive(name: str, calls: dict[str, int]) -> Primitive:
+    prim = Primitive(name)
+
+    def abstract(x: ShapedArray, **params: Any) -> ShapedArray:
+        calls["abstract"] += 1
+        if x.dtype != np.float32:
+            raise TypeError(f"{name} takes float32, got {x.dtype}")
+        return x
+
+    prim.def_abstract_eval(abstract)
+    return prim
+
+
+def test_the_default_impl_runs_primitives_without_an_impl_rule(
+        default_impl_restored: None) -> None:
+    calls = {"abstract": 0, "default": 0}
+    prim = _abstract_only_primitive("t_defaulted", calls)
+
+    def default(p: Primitive, *args: Any, **params: Any) -> Any:
+        calls["default"] += 1
+        assert p is prim and params == {"scale": 2}
+        return np.asarray(args[0]) * params["scale"]
+
+    primitives.set_default_impl(default)
+    out = prim.bind(np.ones(3, f32), scale=2)
+    np.testing.assert_array_equal(out, np.full(3, 2, f32))
+    assert calls == {"abstract": 1, "default": 1}
+    with pytest.raises(TypeError, match="t_defaulted takes float32"):
+        prim.bind(np.arange(3), scale=2)  # checked before the default impl runs
+    assert calls["default"] == 1
+    # a primitive's own impl rule wins over the default
+    prim.def_impl(lambda x, scale: np.asarray(x))
+    np.testing.assert_array_equal(prim.bind(np.ones(3, f32), scale=2), np.ones(3, f32))
+    assert calls["default"] == 1
+
+
+def test_a_default_impl_checking_inputs_is_not_prechecked(default_impl_restored: None) -> None:
+    calls = {"abstract": 0}
+    prim = _abstract_only_primitive("t_default_checks", calls)
+    primitives.set_default_impl(lambda p, x: np.asarray(x), checks_inputs=True)
+    prim.bind(np.arange(3))  # trusted to check, as the runtime's compiling dispatch does
+    assert calls == {"abstract": 0}
+
+
+def test_without_a_default_impl_eager_binding_says_what_to_import(
+        default_impl_restored: None) -> None:
+    prim = _abstract_only_primitive("t_no_impl", {"abstract": 0})
+    primitives.set_default_impl(None)
+    with pytest.raises(primitives.MissingRuleError, match="t_no_impl has no impl rule"):
+        prim.bind(np.ones(3, f32))
 
 
 def test_eager_rejects_non_arrays_naming_the_argument() -> None:

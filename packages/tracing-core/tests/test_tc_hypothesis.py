@@ -17,7 +17,6 @@ from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import core, lax
 from lamina_tracing_core.jaxpr import validate_jaxpr_debug_info
 
-T.install_numpy_impls()
 LEAF_SHAPE = (2, 2, 2, 2)  # one axis per possible vmap
 
 leaf = st.integers(0, 10_000).map(

@@ -22,7 +22,6 @@ from lamina_tracing_core import batching, core, effects, lax
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.jaxpr import ClosedJaxpr, validate_jaxpr_debug_info
 
-T.install_numpy_impls()
 f32 = np.float32
 
 t_pmap_p = core.MapPrimitive("t_pmap")

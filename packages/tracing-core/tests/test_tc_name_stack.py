@@ -10,17 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import tc_testing as T
 
 import lamina_tracing_core as tc
 from lamina_tracing_core import core, lax
 from lamina_tracing_core.checkpoint import checkpoint
 from lamina_tracing_core.control_flow import cond, scan, while_loop
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
-from lamina_tracing_core.pretty_print import pp_jaxpr
+from lamina_tracing_core.jaxpr import pp_jaxpr
 from lamina_tracing_core.source_info import NameStack, extend_name_stack
 
-T.install_numpy_impls()
 f32 = np.float32
 
 

@@ -22,7 +22,7 @@ from lamina_interpreters_pxla.backends import (
 )
 from lamina_interpreters_pxla.config import config
 from lamina_interpreters_pxla.device_put import device_get, device_put, device_put_p
-from lamina_interpreters_pxla.dispatch import apply_primitive, register_eager_impls
+from lamina_interpreters_pxla.dispatch import apply_primitive
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
     CompileError,
@@ -47,7 +47,7 @@ from lamina_interpreters_pxla.sharding import (
 
 __all__ = [
     "ArgInfo", "Compiled", "Lowered", "OutInfo", "Traced",
-    "Array", "BackendError", "apply_primitive", "register_eager_impls", "BuildOptions", "CompileError", "DeletedArrayError",
+    "Array", "BackendError", "apply_primitive", "BuildOptions", "CompileError", "DeletedArrayError",
     "Executable", "Format", "GSPMDSharding", "Layout", "Mesh", "NamedSharding", "P",
     "PartitionSpec", "PmapSharding", "PmapShardingSpec", "Shard", "ShardingError",
     "SingleDeviceSharding", "__version__", "block_until_ready", "compile_module", "config",

@@ -14,7 +14,6 @@ later use raises :class:`DeletedArrayError` naming the call that donated it.
 from __future__ import annotations
 
 import operator
-import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -27,60 +26,22 @@ from lamina_interpreters_pxla._jaxlib import (
     JaxRuntimeError,
     _jax,
 )
+from lamina_interpreters_pxla.backends import default_device
+from lamina_interpreters_pxla.buffers import ALWAYS_COPY, put_host_value, shard_impls, to_host
+from lamina_interpreters_pxla.donation import DeletedArrayError as DeletedArrayError
+from lamina_interpreters_pxla.donation import deleted_message as deleted_message
+from lamina_interpreters_pxla.donation import donor_of as donor_of
+from lamina_interpreters_pxla.donation import record_donation as record_donation
+from lamina_interpreters_pxla.layouts import Format, Layout
 from lamina_interpreters_pxla.sharding import (
     Index,
     SingleDeviceSharding,
     indices_to_shard_ids,
+    single_device_sharding,
 )
 from lamina_tracing_core import avals as _avals
+from lamina_tracing_core.array_methods import ArrayMethods
 from lamina_tracing_core.avals import ShapedArray
-
-try:  # the operator mixin shared with tracers (written by the lax layer)
-    from lamina_tracing_core.array_methods import ArrayMethods as _ArrayMethodsBase
-except ModuleNotFoundError as _e:  # pragma: no cover - only before lax exists
-    if _e.name != "lamina_tracing_core.array_methods":
-        raise
-
-    class _ArrayMethodsBase:  # type: ignore[no-redef]
-        __slots__ = ()
-
-
-class DeletedArrayError(RuntimeError):
-    """An array whose buffers were deleted or donated was used."""
-
-
-#: id(ArrayImpl) -> (weak reference to it, the call that donated it). ArrayImpl
-#: is weak-referenceable but not hashable, hence the id key; the entry goes
-#: away with the ArrayImpl.
-_donors: dict[int, tuple[weakref.ref[Any], str]] = {}
-
-
-def record_donation(impl: ArrayImpl, donor: str) -> None:
-    """Remembers that ``donor`` (e.g. ``jit(f)``) consumed ``impl``'s buffers,
-    so a later use of the array can say so."""
-    key = id(impl)
-
-    def forget(_ref: weakref.ref[Any]) -> None:
-        _donors.pop(key, None)
-
-    _donors[key] = (weakref.ref(impl, forget), donor)
-
-
-def donor_of(impl: ArrayImpl) -> str | None:
-    entry = _donors.get(id(impl))
-    if entry is None or entry[0]() is not impl:
-        return None
-    return entry[1]
-
-
-def deleted_message(impl: ArrayImpl, what: str | None = None) -> str:
-    """``Array has been deleted with shape=f32[3] (donated to jit(f))``."""
-    aval = impl.aval
-    shape = aval.str_short() if isinstance(aval, ShapedArray) else "?"
-    donor = donor_of(impl)
-    why = f" (its buffers were donated to {donor})" if donor else ""
-    subject = f"{what}: " if what else ""
-    return f"{subject}Array has been deleted with shape={shape}{why}."
 
 
 class Shard:
@@ -99,7 +60,7 @@ class Shard:
                 f"replica_id={self.replica_id}, data={self.data})")
 
 
-class Array(_ArrayMethodsBase):
+class Array(ArrayMethods):
     """An immutable array on one or more devices (a jaxlib ``ArrayImpl`` inside).
 
     Users get Arrays from ``device_put`` and from computations; the
@@ -191,7 +152,6 @@ class Array(_ArrayMethodsBase):
     @property
     def format(self) -> Any:
         """The array's ``Format`` (layout plus sharding)."""
-        from lamina_interpreters_pxla.layouts import Format, Layout
         self._check_if_deleted()
         return Format(Layout.from_pjrt_layout(self._arr._pjrt_layout), self.sharding)
 
@@ -271,7 +231,7 @@ class Array(_ArrayMethodsBase):
         if npy is not None and not self._arr.is_deleted():
             return npy
         self._check_if_deleted()
-        npy = _to_numpy(self)
+        npy = to_host(self._arr)
         self._npy = npy
         return npy
 
@@ -348,7 +308,6 @@ class Array(_ArrayMethodsBase):
     def __iter__(self) -> Iterator[Array]:
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
-        from lamina_interpreters_pxla.transfer import place_host_value
         value = self._value
         sharding = self.sharding if self.sharding.num_devices == 1 else None
         return (place_host_value(value[i], sharding, weak_type=self.weak_type,
@@ -399,10 +358,9 @@ class Array(_ArrayMethodsBase):
 
     def _copy(self) -> Array:
         """A new Array with its own buffers (same sharding and committedness)."""
-        from lamina_interpreters_pxla.transfer import ALWAYS_COPY, shard_args
         self._check_if_deleted("copy")
-        impl, = shard_args([self._arr], [self.sharding], copy_semantics=[ALWAYS_COPY],
-                           committed=[self.committed], what="copy")
+        impl, = shard_impls([self._arr], [self.sharding], copy_semantics=[ALWAYS_COPY],
+                            committed=[self.committed], what="copy")
         return Array(impl)
 
 
@@ -411,35 +369,15 @@ _DLPACK_DEVICE_TYPES: dict[str, int] = {"cpu": 1, "cuda": 2, "gpu": 2, "rocm": 1
 
 
 def _rebuild_array(value: np.ndarray[Any, Any], weak_type: bool) -> Array:
-    from lamina_interpreters_pxla.transfer import place_host_value
     return place_host_value(value, None, weak_type=weak_type, committed=False)
 
 
-def _to_numpy(x: Array) -> np.ndarray[Any, Any]:
-    impl = x._arr
-    sharding = impl._sharding
-    if sharding.num_devices == 1:
-        npy, _ = impl._single_device_array_to_np_array_did_copy()
-        return _read_only(npy)
-    if sharding.is_fully_replicated:
-        npy, _ = impl._fully_replicated_shard()._single_device_array_to_np_array_did_copy()
-        return _read_only(npy)
-    if not sharding.is_fully_addressable:
-        raise RuntimeError(
-            "Fetching the value of an Array that spans devices of other processes is not "
-            "possible; gather it first (e.g. with a replicated output sharding)")
-    out = np.empty(x.shape, x.dtype)
-    indices = sharding.addressable_devices_indices_map(x.shape)
-    for shard in impl._arrays:
-        npy, _ = shard._single_device_array_to_np_array_did_copy()
-        out[indices[shard._sharding._device]] = npy
-    return _read_only(out)
-
-
-def _read_only(npy: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    if npy.flags.writeable:
-        npy.flags.writeable = False
-    return npy
+def place_host_value(value: Any, sharding: Any, *, weak_type: bool = False,
+                     committed: bool = False) -> Array:
+    """A host value as an Array on ``sharding`` (the default device when None)."""
+    if sharding is None:
+        sharding = single_device_sharding(default_device())
+    return Array(put_host_value(value, sharding, committed=committed, weak_type=weak_type))
 
 
 def wrap_impl(impl: ArrayImpl) -> Array:

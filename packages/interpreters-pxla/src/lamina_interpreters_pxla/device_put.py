@@ -26,15 +26,8 @@ import numpy as np
 
 from lamina_interpreters_pxla._jaxlib import ArrayImplClass, DeviceClass
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
-from lamina_interpreters_pxla.backends import default_device
+from lamina_interpreters_pxla.backends import backends, default_device
 from lamina_interpreters_pxla.layouts import Format, Layout
-from lamina_interpreters_pxla.transfer import (
-    ALWAYS_COPY,
-    DONATE_INPUT,
-    REUSE_INPUT,
-    host_array,
-    shard_args,
-)
 from lamina_interpreters_pxla.sharding import (
     GSPMDSharding,
     NamedSharding,
@@ -47,9 +40,17 @@ from lamina_interpreters_pxla.sharding import (
     resolve_partition_spec,
     single_device_sharding,
 )
+from lamina_interpreters_pxla.transfer import (
+    ALWAYS_COPY,
+    DONATE_INPUT,
+    REUSE_INPUT,
+    host_array,
+    shard_args,
+)
 from lamina_linear_util import tree_util
 from lamina_mlir_lowering import register_lowering
 from lamina_tracing_core import ad_util, dtypes
+from lamina_tracing_core.ad import is_undefined_primal
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import Tracer
 from lamina_tracing_core.primitives import (
@@ -127,7 +128,6 @@ def _canonical_dest(dest: Any, name: str) -> Any:
                              "sharding")
         return dest
     if isinstance(dest, DeviceClass):
-        from lamina_interpreters_pxla.backends import backends
         if not any(dest.client is c for c in backends().values()):
             raise ValueError(f"device_put: argument {name}: device {dest!r} belongs to "
                              "another library's client, not to lamina's")
@@ -279,7 +279,6 @@ def _undonated(cs: Any) -> Any:
 
 def _transpose(cts: Sequence[Any], *invals: Any, devices: Sequence[Any], srcs: Sequence[Any],
                copy_semantics: Sequence[Any], may_alias: Sequence[Any]) -> list[Any]:
-    from lamina_tracing_core.ad import is_undefined_primal
     results: list[Any] = [None] * len(invals)
     live: list[int] = []
     for i, (ct, x) in enumerate(zip(cts, invals)):

@@ -1,16 +1,18 @@
 """Eager, op-by-op execution of primitives.
 
 Outside every transformation, ``bind`` ends in the EvalTrace, which calls
-``primitives.impl_rules[prim]``. This module registers :func:`apply_primitive`
-there for every primitive that has an abstract-evaluation rule and no impl of
-its own. Applying a primitive lowers a one-equation jaxpr for the argument
+``primitives.impl_rules[prim]``, or for a primitive without an impl rule of its
+own the one default impl. This module makes :func:`apply_primitive` that
+default when it is imported (``primitives.set_default_impl``); primitives
+with an impl of their own (pmap, ``device_put``) keep it. Applying a primitive
+lowers a one-equation jaxpr for the argument
 types through ``lamina_mlir_lowering.lower_jaxpr_to_module``, compiles it and
 runs it; the compiled program is cached by (primitive, params, argument
 types, placement), so the second call with the same signature only pays for
 the call itself: one dictionary lookup, the arguments' buffers (scalar
 constants such as the ``1`` of ``x + 1`` keep a device buffer per value) and
 jaxlib's ``execute_sharded`` with prebuilt result handlers. The primitives
-handled here are in tracing-core's ``impls_checking_inputs``: a compile runs
+handled here check their own inputs (``checks_inputs=True``): a compile runs
 the abstract-evaluation rule and a cache hit has the same types and params,
 so the eval trace need not check the inputs again.
 
@@ -22,21 +24,26 @@ Arguments sharded over several devices run as one SPMD program over their
 mesh, and results keep XLA's chosen sharding (as a ``NamedSharding`` over the
 same mesh when one describes it).
 
-Primitives defined after this module was imported get their impl rule from
-:func:`register_eager_impls` (called again by the runtime's entry points).
+A primitive defined later needs nothing more than its abstract-evaluation
+and lowering rules to run eagerly.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device, JaxRuntimeError
-from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
+from lamina_interpreters_pxla.array import (
+    Array,
+    DeletedArrayError,
+    deleted_message,
+    place_host_value,
+)
 from lamina_interpreters_pxla.backends import default_device, lowering_platform
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
@@ -46,7 +53,6 @@ from lamina_interpreters_pxla.executable import (
     runtime_error,
 )
 from lamina_interpreters_pxla.layouts import _custom_layouts
-from lamina_interpreters_pxla.transfer import put_host_value, shard_args
 from lamina_interpreters_pxla.sharding import (
     GSPMDSharding,
     NamedSharding,
@@ -54,8 +60,11 @@ from lamina_interpreters_pxla.sharding import (
     named_sharding_from_hlo,
     single_device_sharding,
 )
+from lamina_interpreters_pxla.transfer import put_host_value, shard_args
+from lamina_mlir_lowering import lower_jaxpr_to_module
 from lamina_tracing_core import core, dtypes, primitives
 from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.base_primitives import convert_element_type_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
 from lamina_tracing_core.primitives import Primitive
 from lamina_tracing_core.source_info import SourceInfo
@@ -264,7 +273,8 @@ def _params_key(params: dict[str, Any], keepalive: list[Any]) -> Hashable:
 
 # --- applying a primitive ------------------------------------------------------------
 def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
-    """Runs ``prim`` on concrete ``args`` (the eager impl rule of every primitive).
+    """Runs ``prim`` on concrete ``args`` (the default eager impl: every
+    primitive without an impl rule of its own runs through it).
 
     A call whose signature was seen before costs one dictionary lookup plus
     the program call: the key holds the primitive, its params, the x64 mode
@@ -438,7 +448,6 @@ def _one_equation_jaxpr(prim: Primitive, in_avals: list[ShapedArray],
 
 def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
              out_avals: list[ShapedArray], placement: _Placement) -> Executable:
-    from lamina_mlir_lowering import lower_jaxpr_to_module
     devices = placement.devices
     n = len(devices)
     platform = lowering_platform(devices[0])
@@ -475,64 +484,20 @@ def _output_shardings(loaded: Any, devices: list[Device], out_avals: list[Shaped
     return out
 
 
-# --- registration ----------------------------------------------------------------------
-#: the impl rules registered here (a later registration by another layer wins)
-_registered: dict[Primitive, Callable[..., Any]] = {}
+# --- the default impl ------------------------------------------------------------------
+primitives.set_default_impl(apply_primitive, checks_inputs=True)
 
 
-def _make_impl(prim: Primitive) -> Callable[..., Any]:
-    def impl(*args: Any, **params: Any) -> Any:
-        return apply_primitive(prim, *args, **params)
-    impl.__name__ = f"{prim.name}_impl"
-    impl.__qualname__ = impl.__name__
-    return impl
+def _convert_element_type_impl(operand: Any, *, new_dtype: Any, weak_type: bool,
+                               sharding: Any) -> Any:
+    """A host array converted to its own dtype is a plain transfer (this is how
+    ``lamina.numpy.array``/``asarray`` place host data), not a compiled program
+    per shape; every other conversion is the default impl's."""
+    if type(operand) is np.ndarray and sharding is None and operand.dtype == new_dtype:
+        return place_host_value(operand, None, weak_type=weak_type, committed=False)
+    return apply_primitive(convert_element_type_p, operand, new_dtype=new_dtype,
+                           weak_type=weak_type, sharding=sharding)
 
 
-def register_eager_impls() -> int:
-    """Gives every primitive with an abstract-evaluation rule and no impl rule
-    the eager impl :func:`apply_primitive`; returns how many were added."""
-    added = 0
-    for prim, ours in list(_registered.items()):
-        if primitives.impl_rules.get(prim) is not ours:
-            # another layer replaced the impl: the eval trace checks its inputs again
-            core.impls_checking_inputs.discard(prim)
-            del _registered[prim]
-    for prim in list(primitives.abstract_eval_rules):
-        if prim in primitives.impl_rules or getattr(prim, "map_primitive", False):
-            continue
-        impl = primitives.impl_rules[prim] = _make_impl(prim)
-        # apply_primitive runs the abstract-evaluation rule whenever it
-        # compiles, and a cache hit means the same types and params were
-        # checked before: the eval trace need not check them again.
-        core.impls_checking_inputs.add(prim)
-        _registered[prim] = impl
-        added += 1
-    return added
-
-
-def _import_primitive_modules() -> None:
-    """Imports tracing-core's primitive modules so their primitives exist."""
-    import importlib
-    for name in ("lamina_tracing_core.lax", "lamina_tracing_core.control_flow",
-                 "lamina_tracing_core.custom_derivatives", "lamina_tracing_core.checkpoint"):
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-
-
-def _fill_lowering_gaps() -> None:
-    """``add_any`` (tangent accumulation) is an ``add`` of equal types; eager
-    ``grad`` binds it on concrete values, so it needs a lowering here even if
-    the lowering layer has none registered yet."""
-    from lamina_mlir_lowering import has_lowering_rule, lowering_rules, register_lowering
-    from lamina_tracing_core.ad_util import add_jaxvals_p
-    from lamina_tracing_core.lax.elementwise import add_p
-    if not has_lowering_rule(add_jaxvals_p) and add_p in lowering_rules:
-        register_lowering(add_jaxvals_p, lowering_rules[add_p])
-
-
-_import_primitive_modules()
-_fill_lowering_gaps()
-register_eager_impls()
+convert_element_type_p.def_impl(_convert_element_type_impl)
+core.impls_checking_inputs.add(convert_element_type_p)

@@ -1,10 +1,7 @@
-"""Compiling modules and running executables.
+"""Running compiled programs.
 
-:func:`compile_module` compiles a StableHLO module (an ``ir.Module``, its text
-or its bytecode) for an explicit device assignment, through a cache keyed by
-the module's fingerprint, the build options and the devices.
-
-:class:`Executable` wraps the compiled program with what is needed to call it
+Compiling is :mod:`lamina_interpreters_pxla.compiler`'s (its names are
+importable from here too). :class:`Executable` wraps the compiled program with what is needed to call it
 safely: the argument and result types, shardings and names. jaxlib crashes
 the process (instead of raising) when an argument's shards sit on other
 devices, or in another order, than the program's assignment, so every call is
@@ -16,16 +13,9 @@ handlers, asynchronously: ``call`` returns before the computation finishes
 
 from __future__ import annotations
 
-import collections
-import hashlib
-import io
-import threading
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from lamina_interpreters_pxla._jaxlib import (
     ArrayImpl,
@@ -38,147 +28,28 @@ from lamina_interpreters_pxla._jaxlib import (
 )
 from lamina_interpreters_pxla.array import Array, deleted_message, record_donation
 from lamina_interpreters_pxla.backends import device_list
+from lamina_interpreters_pxla.compiler import BuildOptions as BuildOptions
+from lamina_interpreters_pxla.compiler import CompileError as CompileError
+from lamina_interpreters_pxla.compiler import clear_compile_cache as clear_compile_cache
+from lamina_interpreters_pxla.compiler import compile_module as compile_module
+from lamina_interpreters_pxla.compiler import compile_stats as compile_stats
+from lamina_interpreters_pxla.compiler import result_handler
 from lamina_interpreters_pxla.layouts import has_custom_layout
 from lamina_interpreters_pxla.sharding import (
     GSPMDSharding,
     SingleDeviceSharding,
     is_sharding,
 )
-from lamina_tracing_core.avals import ShapedArray
-
-
-class CompileError(RuntimeError):
-    """XLA rejected a program (the message names the program)."""
+from lamina_interpreters_pxla.transfer import shard_args
+from lamina_linear_util.tree_util import tree_leaves
+from lamina_tracing_core.avals import ShapedArray, get_aval
 
 
 class ExecutableCallError(ValueError):
     """An executable was called with arguments it cannot take."""
 
 
-# --- compiling ---------------------------------------------------------------
-@dataclass(frozen=True)
-class BuildOptions:
-    """How a module is compiled (besides the devices).
-
-    ``num_replicas`` > 1 is replica mode (one program per device, pmap-style);
-    ``num_partitions`` > 1 is SPMD partitioning (Shardy unless
-    ``use_shardy=False``, for modules carrying ``mhlo.sharding`` strings).
-    ``env_option_overrides`` are XLA debug options as ``(name, value)`` pairs.
-    """
-
-    num_replicas: int = 1
-    num_partitions: int = 1
-    use_shardy: bool = True
-    use_spmd_partitioning: bool | None = None
-    env_option_overrides: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def num_devices(self) -> int:
-        return self.num_replicas * self.num_partitions
-
-
-def make_compile_options(options: BuildOptions, devices: Sequence[Device]) -> Any:
-    """jaxlib ``CompileOptions`` with the device assignment built from device ids
-    (replica-major: ``devices[r * num_partitions + p]``)."""
-    opts = xc.CompileOptions()
-    opts.num_replicas = options.num_replicas
-    opts.num_partitions = options.num_partitions
-    build = opts.executable_build_options
-    spmd = options.use_spmd_partitioning
-    build.use_spmd_partitioning = options.num_partitions > 1 if spmd is None else spmd
-    build.use_shardy_partitioner = options.use_shardy
-    ids = np.array([d.id for d in devices], dtype=np.int64).reshape(
-        options.num_replicas, options.num_partitions)
-    opts.device_assignment = xc.DeviceAssignment.create(ids)
-    if options.env_option_overrides:
-        opts.env_option_overrides = list(options.env_option_overrides)
-    return opts
-
-
-def module_fingerprint(module: Any) -> str:
-    """A hash of the module's bytecode (or text): the compile cache's key."""
-    if isinstance(module, bytes):
-        data = module
-    elif isinstance(module, str):
-        data = module.encode()
-    else:
-        buf = io.BytesIO()
-        module.operation.write_bytecode(buf)
-        data = buf.getvalue()
-    return hashlib.sha256(data).hexdigest()
-
-
-_CACHE_SIZE = 4096
-_compile_cache: collections.OrderedDict[tuple[Any, ...], LoadedExecutable] = \
-    collections.OrderedDict()
-_compile_lock = threading.Lock()
-compile_stats = {"hits": 0, "misses": 0}
-
-
-def _check_devices(devices: Sequence[Device], options: BuildOptions, name: str) -> None:
-    if len(devices) != options.num_devices:
-        raise CompileError(
-            f"compiling {name}: {len(devices)} devices were given for "
-            f"{options.num_replicas} replicas x {options.num_partitions} partitions "
-            f"({options.num_devices} devices)")
-    if len({id(d) for d in devices}) != len(devices):
-        raise CompileError(f"compiling {name}: a device appears twice in {list(devices)}")
-    clients = {id(d.client) for d in devices}
-    if len(clients) != 1:
-        raise CompileError(f"compiling {name}: the devices belong to different clients")
-
-
-def compile_module(module: Any, devices: Sequence[Device],
-                   options: BuildOptions = BuildOptions(), *, name: str = "module",
-                   fingerprint: str | None = None) -> LoadedExecutable:
-    """Compiles ``module`` for ``devices`` (the device assignment, replica-major),
-    reusing an earlier compilation of the same module, options and devices."""
-    devices = list(devices)
-    _check_devices(devices, options, name)
-    if fingerprint is None and not isinstance(module, (str, bytes)):
-        module = module_bytecode(module)  # serialized once: hashed, then compiled
-    key = (fingerprint or module_fingerprint(module), options, tuple(d.id for d in devices),
-           id(devices[0].client))
-    with _compile_lock:
-        hit = _compile_cache.get(key)
-        if hit is not None:
-            _compile_cache.move_to_end(key)
-            compile_stats["hits"] += 1
-            return hit
-    compile_stats["misses"] += 1
-    if not isinstance(module, (str, bytes)):
-        module = module_bytecode(module)
-    client = devices[0].client
-    try:
-        loaded = client.compile_and_load(module, device_list(devices),
-                                         make_compile_options(options, devices))
-    except JaxRuntimeError as e:
-        raise CompileError(f"XLA could not compile {name}: {e}") from e
-    with _compile_lock:
-        _compile_cache[key] = loaded
-        if len(_compile_cache) > _CACHE_SIZE:
-            _compile_cache.popitem(last=False)
-    return loaded
-
-
-def module_bytecode(module: Any) -> bytes:
-    buf = io.BytesIO()
-    module.operation.write_bytecode(buf)
-    return buf.getvalue()
-
-
-def clear_compile_cache() -> None:
-    with _compile_lock:
-        _compile_cache.clear()
-
-
 # --- results ---------------------------------------------------------------------
-def result_handler(aval: ShapedArray, sharding: Any, committed: bool = True) -> Any:
-    """jaxlib's handler turning one output of an executable into an ``ArrayImpl``
-    whose ``aval`` and sharding are exactly ``aval`` and ``sharding``."""
-    return _jax.array_result_handler(aval, sharding, committed, _skip_checks=True)
-
-
 def output_shardings_of(loaded: LoadedExecutable, devices: Sequence[Device],
                         num_outputs: int) -> list[Any]:
     """The shardings XLA chose for the outputs (SPMD), as lamina shardings."""
@@ -290,7 +161,6 @@ class Executable:
     def prepare_args(self, args: Sequence[Any]) -> list[ArrayImpl]:
         """Checks each kept argument and puts host data (or uncommitted arrays on
         the wrong devices) where the program needs it, in one ``shard_args``."""
-        from lamina_interpreters_pxla.transfer import shard_args
         impls: list[Any] = []
         pending: list[tuple[int, Any, Any]] = []
         for pos, i in enumerate(self.kept_var_idx):
@@ -340,7 +210,6 @@ class Executable:
             "there first")
 
     def _check_host_value(self, i: int, x: Any) -> None:
-        from lamina_tracing_core.avals import get_aval
         try:
             aval = get_aval(x)
         except TypeError as e:
@@ -426,7 +295,6 @@ def runtime_error(exe: Executable, e: Exception) -> Exception:
 # --- waiting ---------------------------------------------------------------------
 def block_until_ready(tree: Any) -> Any:
     """Waits until every Array in ``tree`` is computed; returns ``tree``."""
-    from lamina_linear_util.tree_util import tree_leaves
     impls = []
     for leaf in tree_leaves(tree):
         if type(leaf) is Array:

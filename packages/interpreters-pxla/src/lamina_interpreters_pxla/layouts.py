@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from lamina_interpreters_pxla._jaxlib import xc
+from lamina_interpreters_pxla.sharding import is_sharding
 
 
 class _AutoLayout:
@@ -96,7 +97,6 @@ class Format:
     __slots__ = ("layout", "sharding")
 
     def __init__(self, layout: Layout | _AutoLayout | None = None, sharding: Any = None):
-        from lamina_interpreters_pxla.sharding import is_sharding
         if not isinstance(layout, (Layout, _AutoLayout, type(None))):
             raise TypeError(f"Format: layout must be a Layout, Layout.AUTO or None, got "
                             f"{layout!r} of type {type(layout).__name__}")

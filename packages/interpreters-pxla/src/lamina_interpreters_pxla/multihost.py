@@ -29,20 +29,23 @@ from typing import Any
 
 import numpy as np
 
+from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, ArrayImplClass, Device
 from lamina_interpreters_pxla.array import Array, deleted_message
+from lamina_interpreters_pxla.buffers import _batched_device_put
 from lamina_interpreters_pxla.sharding import (
     Index,
     Mesh,
     NamedSharding,
     PartitionSpec,
     PmapSharding,
-    ShardingError,
     Shape,
+    ShardingError,
     is_sharding,
     resolve_partition_spec,
+    single_device_sharding,
 )
-from lamina_interpreters_pxla.transfer import _batched_device_put, host_array, shard_args
+from lamina_interpreters_pxla.transfer import host_array, shard_args
 from lamina_linear_util import tree_util
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray
@@ -243,7 +246,6 @@ def _call(fn: str, data_callback: Callable[[Index], Any], index: Index) -> Any:
 def _assemble_device_values(fn: str, aval: ShapedArray, sharding: Any,
                             devices: list[Device], values: list[Any]) -> Array:
     """Shards some of which are Arrays: each goes to its device in one batch."""
-    from lamina_interpreters_pxla.sharding import single_device_sharding
     converted = []
     for value in values:
         if type(value) is not Array:
@@ -542,7 +544,6 @@ def process_major_devices(per_process: int, backend: Any = None) -> list[Device]
     """The first ``per_process`` devices of every process, process 0's first: the
     device order of multi-process ``pmap`` and ``sharded_jit`` (a mesh built
     from it in order gives each process a contiguous block)."""
-    from lamina_interpreters_pxla import backends
     count = backends.process_count(backend)
     rows = [backends.local_devices(process_index=p, backend=backend) for p in range(count)]
     fewest = min(len(r) for r in rows)

@@ -7,15 +7,18 @@ all devices (grouped by process), collectives (``psum``, ``all_gather``,
 ``axis_index``...) span every replica, and each process gets back arrays of
 its local size.
 
-:func:`install` puts :func:`multiprocess_pmap_impl` in front of ``pmap_p``'s
-impl rule (``lamina.distributed.initialize`` calls it): in a run of several
-processes (and no explicit ``devices=``) it traces the function for the
+:func:`install` makes :func:`multiprocess_pmap_impl` pmap's multi-process
+executor (``lamina.distributed.initialize`` calls it), through the selection
+point of :func:`~lamina_interpreters_pxla.pmap_execution.set_multiprocess_executor`:
+in a run of several processes (and no explicit ``devices=``) pmap's impl
+hands the call to it, and it traces the function for the
 global axis size with pmap's own :func:`~lamina_interpreters_pxla.pmap_execution.trace_pmap`,
 lowers and compiles it over the global devices with ``lower_pmap`` and
 ``compile_pmap``, and wraps that executable so that it takes and gives
 process-local arrays: a local argument's buffers are re-wrapped as the global
 array's addressable shards (no copy), and a global result's addressable
-buffers are re-wrapped as the local result (as JAX does). Every other call goes to the previous rule unchanged.
+buffers are re-wrapped as the local result (as JAX does). Every other pmap
+runs over the local devices as in a single-process run.
 """
 
 from __future__ import annotations
@@ -23,11 +26,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
-
-from lamina_linear_util.cache import cache as lu_cache
-from lamina_linear_util.linear_util import WrappedFun
-from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.primitives import impl_rules
 
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, ArrayImplClass, Device
@@ -38,12 +36,15 @@ from lamina_interpreters_pxla.pmap_execution import (
     PmapExecutable,
     compile_pmap,
     lower_pmap,
+    set_multiprocess_executor,
     trace_pmap,
 )
-from lamina_interpreters_pxla.pmap_primitive import pmap_p
 from lamina_interpreters_pxla.pmap_shardings import PmapLayout
 from lamina_interpreters_pxla.sharding import is_sharding
 from lamina_interpreters_pxla.transfer import shard_args
+from lamina_linear_util.cache import cache as lu_cache
+from lamina_linear_util.linear_util import WrappedFun
+from lamina_tracing_core.avals import ShapedArray, get_aval
 
 __all__ = ["MultiprocessPmapExecutable", "install", "multiprocess_pmap_impl",
            "global_pmap_devices"]
@@ -204,36 +205,17 @@ def _cached_build(fun: WrappedFun, in_avals: tuple[ShapedArray, ...], params: Pm
 _cache = lu_cache(_cached_build, max_size=1024)
 
 
-def _abstractify(x: Any) -> ShapedArray:
-    aval = get_aval(x)
-    if type(aval) is not ShapedArray:
-        aval = ShapedArray(tuple(aval.shape), aval.dtype, bool(aval.weak_type))
-    return aval
-
-
-def _spans_processes(params: dict[str, Any]) -> bool:
-    return params.get("devices") is None and backends.process_count(params.get("backend")) > 1
-
-
-_previous_impl: list[Callable[..., Any]] = []
-
-
 def multiprocess_pmap_impl(fun: WrappedFun, *args: Any, out_axes_thunk: Callable[[], Any],
                            **params: Any) -> list[Array]:
-    """``pmap_p``'s impl in a multi-process run (see the module docstring)."""
-    if not _spans_processes(params):
-        return list(_previous_impl[0](fun, *args, out_axes_thunk=out_axes_thunk, **params))
+    """Runs a ``pmap_p`` application that spans the processes of the run (see
+    the module docstring); pmap's impl calls it once :func:`install` ran."""
     call_params = PmapCallParams(**params)
-    exe = _cache(fun, tuple(_abstractify(x) for x in args), call_params,
+    exe = _cache(fun, tuple(get_aval(x) for x in args), call_params,
                  _Carried(out_axes_thunk))
     return exe.call_flat(args)
 
 
 def install() -> None:
-    """Routes ``pmap_p``'s impl rule through :func:`multiprocess_pmap_impl`
-    (idempotent; single-process calls still reach the previous rule)."""
-    current = impl_rules[pmap_p]
-    if current is multiprocess_pmap_impl:
-        return
-    _previous_impl[:] = [current]
-    impl_rules[pmap_p] = multiprocess_pmap_impl
+    """Makes :func:`multiprocess_pmap_impl` pmap's executor for calls that span
+    processes (idempotent; calls within one process keep the local path)."""
+    set_multiprocess_executor(multiprocess_pmap_impl)

@@ -33,16 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from lamina_linear_util.cache import cache as lu_cache
-from lamina_linear_util.linear_util import WrappedFun, transformation
-from lamina_mlir_lowering import LoweringResult, ReplicaAxisContext, lower_jaxpr_to_module
-from lamina_tracing_core import core
-from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.effects import NamedAxisEffect
-from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
-from lamina_tracing_core.lax import structural
-from lamina_tracing_core.primitives import impl_rules
 
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, ArrayImplClass, Device
@@ -59,10 +49,20 @@ from lamina_interpreters_pxla.pmap_primitive import pmap_p
 from lamina_interpreters_pxla.pmap_shardings import PmapLayout, addressable, choose_devices
 from lamina_interpreters_pxla.sharding import PmapSharding
 from lamina_interpreters_pxla.transfer import shard_args
+from lamina_linear_util.cache import cache as lu_cache
+from lamina_linear_util.linear_util import WrappedFun, transformation
+from lamina_mlir_lowering import LoweringResult, ReplicaAxisContext, lower_jaxpr_to_module
+from lamina_tracing_core import core
+from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.effects import NamedAxisEffect
+from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from lamina_tracing_core.lax import structural
 
-__all__ = ["PmapCallParams", "PmapExecutable", "TracedPmap", "capture_executable",
-           "compile_pmap", "lower_pmap", "pmap_callable", "recent_executables",
-           "recent_lowerings", "trace_pmap"]
+__all__ = ["PmapCallParams", "PmapExecutable", "PmapExecutor", "TracedPmap",
+           "capture_executable", "compile_pmap", "lower_pmap", "pmap_callable",
+           "recent_executables", "recent_lowerings", "run_local_pmap",
+           "set_multiprocess_executor", "spans_processes", "trace_pmap"]
 
 
 @dataclass(frozen=True)
@@ -482,19 +482,50 @@ def capture_executable() -> Iterator[list[PmapExecutable]]:
         _capture.box = previous
 
 
-def _abstractify(x: Any) -> ShapedArray:
-    aval = get_aval(x)
-    if type(aval) is not ShapedArray:
-        aval = ShapedArray(aval.shape, aval.dtype, aval.weak_type)
-    return aval
+#: ``executor(fun, *args, out_axes_thunk=..., **params) -> list[Array]``: runs
+#: one ``pmap_p`` application (the impl rule's signature).
+PmapExecutor = Callable[..., list[Array]]
+
+#: The executor of pmaps that span the processes of a multi-process run, or
+#: None (a single-process run: every pmap runs over this process's devices).
+_multiprocess_executor: PmapExecutor | None = None
+
+
+def set_multiprocess_executor(executor: PmapExecutor | None) -> None:
+    """Chooses how pmap runs in a multi-process run: from now on, a ``pmap_p``
+    application without explicit ``devices`` runs through ``executor`` when the
+    backend spans several processes (``None`` goes back to local-only pmaps).
+    ``lamina.distributed.initialize`` sets it, through
+    :func:`lamina_interpreters_pxla.multihost_pmap.install`."""
+    global _multiprocess_executor
+    _multiprocess_executor = executor
+
+
+def spans_processes(params: dict[str, Any]) -> bool:
+    """True when a ``pmap_p`` application with ``params`` maps over every
+    process's devices (no explicit ``devices``, a multi-process backend)."""
+    return params.get("devices") is None and backends.process_count(params.get("backend")) > 1
 
 
 def _pmap_impl(fun: WrappedFun, *args: Any, out_axes_thunk: Callable[[], Any],
                **params: Any) -> list[Array]:
+    """``pmap_p``'s impl: the multi-process executor when one is set and the
+    call spans processes (see :func:`set_multiprocess_executor`), else
+    :func:`run_local_pmap`."""
+    executor = _multiprocess_executor
+    if executor is not None and spans_processes(params):
+        return executor(fun, *args, out_axes_thunk=out_axes_thunk, **params)
+    return run_local_pmap(fun, *args, out_axes_thunk=out_axes_thunk, **params)
+
+
+def run_local_pmap(fun: WrappedFun, *args: Any, out_axes_thunk: Callable[[], Any],
+                   **params: Any) -> list[Array]:
+    """Runs one ``pmap_p`` application over this process's devices (cached
+    per function, argument types and params)."""
     call_params = PmapCallParams(**params)
     box, _capture.box = _capture.box, None
     try:
-        exe = pmap_callable(fun, [_abstractify(x) for x in args], call_params, out_axes_thunk)
+        exe = pmap_callable(fun, [get_aval(x) for x in args], call_params, out_axes_thunk)
     finally:
         _capture.box = box
     if box is not None:
@@ -504,5 +535,4 @@ def _pmap_impl(fun: WrappedFun, *args: Any, out_axes_thunk: Callable[[], Any],
     return exe.call_flat(args)
 
 
-impl_rules[pmap_p] = _pmap_impl
-
+pmap_p.def_impl(_pmap_impl)

@@ -4,7 +4,8 @@ Moving data between shardings over the same devices, or into a non-default
 layout, is an identity function whose input and output carry different
 annotations; XLA inserts the collectives or copies. The modules are written
 as StableHLO text (they have no equations to lower) with Shardy shardings, and
-compiled through the cache of :mod:`executable`.
+compiled through the cache of :mod:`compiler`; an :class:`IdentityProgram` runs
+one on a single buffer (the transfers below ``Executable`` use them).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from lamina_interpreters_pxla._jaxlib import Device
-from lamina_interpreters_pxla.executable import BuildOptions, Executable, compile_module
+from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device, JaxRuntimeError, LoadedExecutable
+from lamina_interpreters_pxla.compiler import BuildOptions, compile_module, result_handler
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray
 
@@ -73,8 +74,29 @@ def identity_module_text(aval: ShapedArray, *, name: str, num_partitions: int,
         f"    return %arg0 : {t}\n  }}\n}}\n")
 
 
+class IdentityProgram:
+    """A compiled identity program: one buffer in, the same data out with the
+    output's sharding, committed flag and layout."""
+
+    __slots__ = ("name", "loaded", "handler")
+
+    def __init__(self, name: str, loaded: LoadedExecutable, aval: ShapedArray, out_sharding: Any,
+                 committed: bool = True):
+        self.name = name
+        self.loaded = loaded
+        self.handler = result_handler(aval, out_sharding, committed)
+
+    def run(self, impl: ArrayImpl) -> ArrayImpl:
+        try:
+            results = self.loaded.execute_sharded([impl])
+        except JaxRuntimeError as e:
+            raise type(e)(f"{self.name}: {e}") from e
+        out: ArrayImpl = results.consume_with_handlers([self.handler])[0]
+        return out
+
+
 @functools.lru_cache(maxsize=512)
-def reshard_program(aval: ShapedArray, src: Any, dst: Any) -> Executable:
+def reshard_program(aval: ShapedArray, src: Any, dst: Any) -> IdentityProgram:
     """An identity program taking ``src``-sharded data to ``dst`` (same device set)."""
     devices: list[Device] = list(dst._device_assignment)
     ndim = len(aval.shape)
@@ -84,14 +106,12 @@ def reshard_program(aval: ShapedArray, src: Any, dst: Any) -> Executable:
                                 in_spec=in_spec, out_spec=out_spec)
     loaded = compile_module(text, devices, BuildOptions(num_partitions=len(devices)),
                             name=f"reshard({aval.str_short()})")
-    return Executable(loaded, name="device_put (reshard)", in_avals=[aval], out_avals=[aval],
-                      in_shardings=[src], out_shardings=[dst], devices=devices,
-                      options=BuildOptions(num_partitions=len(devices)))
+    return IdentityProgram("device_put (reshard)", loaded, aval, dst)
 
 
 @functools.lru_cache(maxsize=512)
 def layout_program(aval: ShapedArray, sharding: Any, in_layout: Any, out_layout: Any,
-                   committed: bool = True) -> Executable:
+                   committed: bool = True) -> IdentityProgram:
     """An identity program taking ``sharding``-ed data from ``in_layout`` to
     ``out_layout`` (``Layout``s; ``None`` is the backend's default)."""
     devices: list[Device] = list(sharding._device_assignment)
@@ -103,6 +123,4 @@ def layout_program(aval: ShapedArray, sharding: Any, in_layout: Any, out_layout:
         out_layout="default" if out_layout is None else out_layout.to_string())
     options = BuildOptions(num_partitions=n)
     loaded = compile_module(text, devices, options, name=f"relayout({aval.str_short()})")
-    return Executable(loaded, name="device_put (layout)", in_avals=[aval], out_avals=[aval],
-                      in_shardings=[sharding], out_shardings=[sharding], devices=devices,
-                      options=options, out_committed=[committed])
+    return IdentityProgram("device_put (layout)", loaded, aval, sharding, committed)

@@ -27,6 +27,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import (
     Device,
     DeviceList,
@@ -35,6 +36,7 @@ from lamina_interpreters_pxla._jaxlib import (
     _jax,
     xc,
 )
+from lamina_mlir_lowering.sharding import MeshShape, ShardingSpec
 
 Index: TypeAlias = tuple[slice | int, ...]
 Shape: TypeAlias = tuple[int, ...]
@@ -412,7 +414,6 @@ def _to_sharding_spec(self: Any, ndim: int, device_order: Sequence[Device] | Non
     one axis per split dimension (``_d0``, ``_d1``, ...) plus replication axes.
     ``UNCONSTRAINED`` dimensions become unsplit (the spec cannot say "open").
     """
-    from lamina_mlir_lowering.sharding import MeshShape, ShardingSpec
     own = self._device_assignment
     order = own if device_order is None else tuple(device_order)
     position = {d: i for i, d in enumerate(order)}
@@ -760,7 +761,6 @@ class PmapSharding(_HloBackedSharding):
                 chunked: bool = True) -> PmapSharding:
         """Shards ``shape``'s ``sharded_dim`` one entry per device (the first
         ``shape[sharded_dim]`` local devices unless ``devices`` is given)."""
-        from lamina_interpreters_pxla import backends
         if sharded_dim is None:
             devs = devices if devices is not None else backends.local_devices()
             return cls(devs, PmapShardingSpec(len(_as_device_list(devs)), None, chunked))

@@ -23,8 +23,10 @@ import numpy as np
 
 from lamina_interpreters_pxla._jaxlib import Device, _jax
 from lamina_interpreters_pxla.array import Array
+from lamina_interpreters_pxla.backends import get_backend
 from lamina_interpreters_pxla.executable import BuildOptions, Executable, compile_module
 from lamina_linear_util import tree_util
+from lamina_mlir_lowering import module_to_bytecode, module_to_text
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 
@@ -168,7 +170,6 @@ class Lowered:
 
     def cost_analysis(self) -> dict[str, Any]:
         """XLA's cost estimate of the unoptimized module (flops, bytes accessed)."""
-        from lamina_interpreters_pxla.backends import get_backend
         computation = module_in_dialect(self.lowering.module, "hlo")
         client = self.devices[0].client if self.devices else get_backend()
         return dict(_jax.hlo_module_cost_analysis(client, computation.get_hlo_module()))
@@ -213,7 +214,6 @@ def module_in_dialect(module: Any, dialect: str | None) -> Any:
     if dialect in (None, "stablehlo"):
         return module
     if dialect == "hlo":
-        from lamina_mlir_lowering import module_to_bytecode
         return _jax.mlir.mlir_module_to_xla_computation(
             module_to_bytecode(module), use_tuple_args=False, return_tuple=False)
     raise ValueError(f"unknown dialect {dialect!r}: expected 'stablehlo' or 'hlo'")
@@ -225,7 +225,6 @@ def module_text(module: Any, dialect: str | None, *, debug_info: bool = False) -
     ir = module_in_dialect(module, dialect)
     if dialect == "hlo":
         return str(ir.as_hlo_text())
-    from lamina_mlir_lowering import module_to_text
     return str(module_to_text(module, debug_info=debug_info))
 
 

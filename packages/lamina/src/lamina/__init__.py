@@ -27,6 +27,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "make_jaxpr": ("lamina_sharded_jit.api", "make_jaxpr"),
     "clear_caches": ("lamina_sharded_jit.api", "clear_caches"),
     "ShapeDtypeStruct": ("lamina_tracing_core.api", "ShapeDtypeStruct"),
+    "typeof": ("lamina_tracing_core.avals", "get_aval"),  # JAX's name for value -> aval
     "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
     "remat": ("lamina_tracing_core.checkpoint", "remat"),
     "checkpoint_policies": ("lamina_tracing_core.checkpoint", "checkpoint_policies"),
@@ -75,8 +76,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "config": ("lamina.config", None),
 }
 
-#: attributes that must not pull in the runtime (they are used before it).
-_NO_RUNTIME_NEEDED = frozenset({"config", "distributed"})
+#: attributes that must not pull in the runtime: ``lamina.distributed.launch``
+#: starts processes without loading jaxlib.
+_NO_RUNTIME_NEEDED = frozenset({"distributed"})
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
@@ -87,8 +89,9 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'lamina' has no attribute {name!r}")
     module_name, attribute = entry
     if name not in _NO_RUNTIME_NEEDED:
-        # Eager execution needs the runtime's impl rules; importing it creates no
-        # client (that happens on first use), so `distributed.initialize` still works.
+        # Lazy, as every attribute here: eager execution needs the runtime, whose
+        # import sets the default eager impl (`primitives.set_default_impl`). It
+        # creates no client (first use does), so `distributed.initialize` still works.
         importlib.import_module("lamina_interpreters_pxla")
     module = importlib.import_module(module_name)
     value = module if attribute is None else getattr(module, attribute)

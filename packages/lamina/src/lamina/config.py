@@ -24,6 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lamina_interpreters_pxla.config import config as runtime_config
+from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
+from lamina_sharded_jit import config as jit_config
+from lamina_tracing_core import dtypes
+from lamina_tracing_core.core import config as core_config
+
 
 @dataclass(frozen=True)
 class _Setting:
@@ -32,18 +38,15 @@ class _Setting:
 
 
 def _x64() -> _Setting:
-    from lamina_tracing_core import dtypes
     return _Setting(dtypes.x64_enabled, lambda v: dtypes.enable_x64(bool(v)))
 
 
 def _runtime(name: str) -> _Setting:
-    from lamina_interpreters_pxla.config import config as runtime_config
     return _Setting(lambda: getattr(runtime_config, name),
                     lambda v: runtime_config.update(name, v))
 
 
 def _explain() -> _Setting:
-    from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
     def write(value: Any) -> None:
         set_explain_cache_misses(bool(value))
 
@@ -51,24 +54,22 @@ def _explain() -> _Setting:
 
 
 def _core_flag(name: str) -> _Setting:
-    from lamina_tracing_core.core import config as core_config
     return _Setting(lambda: getattr(core_config, name),
                     lambda v: setattr(core_config, name, bool(v)))
 
 
 def _jit_flag(name: str) -> _Setting:
-    from lamina_sharded_jit import config as jit_config
     return _Setting(lambda: getattr(jit_config, name), lambda v: jit_config.update(name, v))
 
 
-_SETTINGS: dict[str, Callable[[], _Setting]] = {
-    "enable_x64": _x64,
-    "platforms": lambda: _runtime("platforms"),
-    "num_cpu_devices": lambda: _runtime("num_cpu_devices"),
-    "explain_cache_misses": _explain,
-    "pmap_chunked_shards": lambda: _runtime("pmap_chunked_shards"),
-    "validate_debug_info": lambda: _core_flag("validate_debug_info"),
-    "disable_jit": lambda: _jit_flag("disable_jit"),
+_SETTINGS: dict[str, _Setting] = {
+    "enable_x64": _x64(),
+    "platforms": _runtime("platforms"),
+    "num_cpu_devices": _runtime("num_cpu_devices"),
+    "explain_cache_misses": _explain(),
+    "pmap_chunked_shards": _runtime("pmap_chunked_shards"),
+    "validate_debug_info": _core_flag("validate_debug_info"),
+    "disable_jit": _jit_flag("disable_jit"),
 }
 
 #: JAX's flag names for the same settings.
@@ -84,7 +85,7 @@ def _setting(name: str) -> _Setting:
     if key not in _SETTINGS:
         known = sorted(_SETTINGS) + sorted(_ALIASES)
         raise AttributeError(f"lamina.config: unknown setting {name!r}; known: {known}")
-    return _SETTINGS[key]()
+    return _SETTINGS[key]
 
 
 class Config:

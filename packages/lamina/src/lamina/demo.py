@@ -31,10 +31,21 @@ from typing import Any
 os.environ.setdefault("LAMINA_NUM_CPU_DEVICES", "8")
 
 import numpy as np  # noqa: E402
+from lamina_interpreters_pxla.backends import (  # noqa: E402
+    devices,
+    local_device_count,
+    process_count,
+    process_index,
+)
+from lamina_interpreters_pxla.executable import block_until_ready  # noqa: E402
+from lamina_interpreters_pxla.pmap import pmap  # noqa: E402
+from lamina_sharded_jit import jit  # noqa: E402
+from lamina_tracing_core.api import value_and_grad  # noqa: E402
 
-import lamina as lx  # noqa: E402
-from lamina.__about__ import __version__  # noqa: E402
 import lamina.numpy as jnp  # noqa: E402
+from lamina import lax, nn, random, tree_util  # noqa: E402
+from lamina.__about__ import __version__  # noqa: E402
+from lamina.distributed import demo_runner  # noqa: E402
 from lamina.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
 
 Params = dict[str, dict[str, Any]]
@@ -60,11 +71,11 @@ def make_spirals(points_per_class: int, seed: int = 0) -> tuple[np.ndarray, np.n
 
 def init_params(key: Any, sizes: Sequence[int]) -> Params:
     params: Params = {}
-    keys = lx.random.split(key, len(sizes) - 1)
+    keys = random.split(key, len(sizes) - 1)
     for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
         scale = np.sqrt(2.0 / n_in).astype(np.float32)
         params[f"dense{i + 1}"] = {
-            "w": lx.random.normal(keys[i], (n_in, n_out)) * scale,
+            "w": random.normal(keys[i], (n_in, n_out)) * scale,
             "b": jnp.zeros((n_out,), jnp.float32),
         }
     return params
@@ -73,19 +84,19 @@ def init_params(key: Any, sizes: Sequence[int]) -> Params:
 def predict(params: Params, x: Any) -> Any:
     layers = sorted(params, key=lambda name: int(name[len("dense"):]))
     for name in layers[:-1]:
-        x = lx.nn.relu(x @ params[name]["w"] + params[name]["b"])
+        x = nn.relu(x @ params[name]["w"] + params[name]["b"])
     last = params[layers[-1]]
     return x @ last["w"] + last["b"]
 
 
 def loss_fn(params: Params, x: Any, y: Any) -> Any:
     logits = predict(params, x)
-    return -jnp.mean(jnp.sum(lx.nn.one_hot(y, NUM_CLASSES) * lx.nn.log_softmax(logits),
+    return -jnp.mean(jnp.sum(nn.one_hot(y, NUM_CLASSES) * nn.log_softmax(logits),
                              axis=-1))
 
 
 def sgd(params: Params, grads: Params, lr: float) -> Params:
-    updated: Params = lx.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+    updated: Params = tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
     return updated
 
 
@@ -100,10 +111,10 @@ LEARNING_RATE = 0.5
 
 def make_pmap_step() -> Callable[..., Any]:
     def step(params: Params, x: Any, y: Any) -> tuple[Params, Any]:
-        loss, grads = lx.value_and_grad(loss_fn)(params, x, y)
-        grads = lx.lax.pmean(grads, axis_name="devices")
-        return sgd(params, grads, LEARNING_RATE), lx.lax.pmean(loss, axis_name="devices")
-    pmapped: Callable[..., Any] = lx.pmap(step, axis_name="devices")
+        loss, grads = value_and_grad(loss_fn)(params, x, y)
+        grads = lax.pmean(grads, axis_name="devices")
+        return sgd(params, grads, LEARNING_RATE), lax.pmean(loss, axis_name="devices")
+    pmapped: Callable[..., Any] = pmap(step, axis_name="devices")
     return pmapped
 
 
@@ -112,9 +123,9 @@ def make_sharded_step(mesh: Mesh) -> Callable[..., Any]:
     by_batch = NamedSharding(mesh, PartitionSpec("data"))
 
     def train_step(params: Params, x: Any, y: Any) -> tuple[Params, Any]:
-        loss, grads = lx.value_and_grad(loss_fn)(params, x, y)
+        loss, grads = value_and_grad(loss_fn)(params, x, y)
         return sgd(params, grads, LEARNING_RATE), loss
-    jitted: Callable[..., Any] = lx.jit(train_step, in_shardings=(replicated, by_batch, by_batch),
+    jitted: Callable[..., Any] = jit(train_step, in_shardings=(replicated, by_batch, by_batch),
                                         out_shardings=(replicated, replicated))
     return jitted
 
@@ -138,7 +149,7 @@ def train(name: str, step: Callable[..., Any], params: Any, data: tuple[np.ndarr
         for xb, yb in batches(x, y, batch, epoch):
             params, loss = step(params, shape_batch(xb), shape_batch(yb))
             steps += 1
-        lx.block_until_ready(params)
+        block_until_ready(params)
         elapsed = time.perf_counter() - start
         losses.append(float(np.asarray(loss).reshape(-1)[0]))
         acc = accuracy(unreplicate(params), x, y)
@@ -187,8 +198,6 @@ def describe_lowering(step: Any, params: Params, x: np.ndarray, y: np.ndarray) -
 
 
 def main(argv: Sequence[str] | None = None) -> float:
-    from lamina.distributed import demo_runner
-
     parser = argparse.ArgumentParser(prog="python -m lamina.demo", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a short run (for tests)")
     parser.add_argument("--epochs", type=int, default=None)
@@ -202,29 +211,29 @@ def main(argv: Sequence[str] | None = None) -> float:
     if ns.process_worker:
         demo_runner.join_run()
     epochs = ns.epochs or (4 if ns.quick else 10)
-    devices = lx.devices()
-    n, n_local, processes = len(devices), lx.local_device_count(), lx.process_count()
+    all_devices = devices()
+    n, n_local, processes = len(all_devices), local_device_count(), process_count()
     where = f" in {processes} processes" if processes > 1 else ""
-    print(f"lamina {__version__}: {n} {devices[0].platform} devices{where}")
+    print(f"lamina {__version__}: {n} {all_devices[0].platform} devices{where}")
     x, y = make_spirals(256 if ns.quick else 512)
     batch = 32 * n
-    params = init_params(lx.random.PRNGKey(0), [2, 64, 64, NUM_CLASSES])
+    params = init_params(random.PRNGKey(0), [2, 64, 64, NUM_CLASSES])
 
     # pmap maps over every process's devices; each process passes its share
     # of the batch (one entry per local device) and a local copy of the params.
     def local_share(a: np.ndarray) -> np.ndarray:
         per_process = len(a) // processes
-        return a[lx.process_index() * per_process:][:per_process]
+        return a[process_index() * per_process:][:per_process]
 
-    replicated = lx.tree_util.tree_map(
+    replicated = tree_util.tree_map(
         lambda p: np.broadcast_to(np.asarray(p), (n_local,) + p.shape), params)
     _, pmap_losses = train(
         f"pmap + pmean over {n} devices", make_pmap_step(), replicated, (x, y), epochs, batch,
         lambda a: local_share(a).reshape((n_local, -1) + a.shape[1:]),
-        lambda p: lx.tree_util.tree_map(lambda leaf: np.asarray(leaf)[0], p))
+        lambda p: tree_util.tree_map(lambda leaf: np.asarray(leaf)[0], p))
 
     # jit: every process passes the whole batch and puts its own part of it.
-    mesh = Mesh(np.array(devices), ("data",))
+    mesh = Mesh(np.array(all_devices), ("data",))
     sharded_step = make_sharded_step(mesh)
     final, jit_losses = train("jit over a NamedSharding mesh", sharded_step, params, (x, y),
                               epochs, batch, lambda a: a, lambda p: p)

@@ -1,6 +1,6 @@
 """``lamina.lax``: the primitive operations and control flow (JAX's ``jax.lax``)."""
 
-import lamina_interpreters_pxla  # noqa: F401  (eager impl rules)
+import lamina_interpreters_pxla  # noqa: F401  (sets the default eager impl)
 from lamina_tracing_core.control_flow import (
     cond,
     fori_loop,

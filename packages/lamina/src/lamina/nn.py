@@ -10,17 +10,18 @@ so large inputs do not overflow.
 
 from __future__ import annotations
 
-import lamina_interpreters_pxla  # noqa: F401  (eager impl rules)
+import lamina_interpreters_pxla  # noqa: F401  (sets the default eager impl)
 import functools
 import math
 from typing import Any
 
 import numpy as np
 from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.custom_derivatives import custom_jvp
+from lamina_tracing_core.numpy import _util
 
 import lamina.numpy as jnp
-from lamina.numpy import _util
 
 Array = Any
 ArrayLike = Any
@@ -168,7 +169,7 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Array:
     """The Gaussian error linear unit; ``approximate=True`` (the default, as
     JAX) uses the tanh approximation, else the exact erf form."""
     a = _inexact("gelu", x)
-    dtype = _util.dtype_of(a)
+    dtype = get_aval(a).dtype
     if approximate:
         coeff = np.asarray(math.sqrt(2 / math.pi), dtype)
         inner = jnp.multiply(coeff, jnp.add(a, jnp.multiply(0.044715, lax.integer_pow(a, 3))))
@@ -183,7 +184,7 @@ def glu(x: ArrayLike, axis: int = -1) -> Array:
     """The gated linear unit: the first half of ``x`` along ``axis`` times the
     sigmoid of the second half."""
     a = _inexact("glu", x)
-    size = _util.shape_of(a)[_util.canonicalize_axis("lamina.nn.glu", axis, _util.ndim_of(a))]
+    size = get_aval(a).shape[_util.canonicalize_axis("lamina.nn.glu", axis, get_aval(a).ndim)]
     if size % 2:
         raise ValueError(f"lamina.nn.glu: axis {axis} must have even size, got {size}")
     first, second = jnp.split(a, 2, axis)
@@ -255,22 +256,22 @@ def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None,
     else:
         x = _inexact("logsumexp", a)
         scale = None
-    nd = _util.ndim_of(x)
+    nd = get_aval(x).ndim
     axes = _util.canonicalize_axes("lamina.nn.logsumexp", _axis_key(axis), nd)
     real = jnp.real(x)
     amax = jnp.max(real, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
     # An all -inf (or +inf) slice would make x - amax NaN; shift by 0 instead.
     amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
     amax_kept = amax if keepdims else (lax.expand_dims(amax, axes) if axes else amax)
-    exp_x = jnp.exp(jnp.subtract(x, _util.convert(amax_kept, _util.dtype_of(x))))
+    exp_x = jnp.exp(jnp.subtract(x, _util.convert(amax_kept, get_aval(x).dtype)))
     if scale is not None:
         exp_x = jnp.multiply(exp_x, scale)
     total = jnp.sum(exp_x, axis=axes, keepdims=keepdims, where=where)
     sign = lax.sign(total)
-    complex_input = dtypes.is_complex(_util.dtype_of(total))
+    complex_input = dtypes.is_complex(get_aval(total).dtype)
     if return_sign or not complex_input:
         total = jnp.abs(total)
-    out = jnp.add(jnp.log(total), _util.convert(amax, _util.dtype_of(jnp.log(total))))
+    out = jnp.add(jnp.log(total), _util.convert(amax, get_aval(jnp.log(total)).dtype))
     if return_sign:
         return out, sign
     if scale is not None and not complex_input:
@@ -284,12 +285,12 @@ def one_hot(x: ArrayLike, num_classes: int, *, dtype: Any = None, axis: int = -1
     a = _util.operand("lamina.nn.one_hot", x, "x")
     n = _util.concrete_int("lamina.nn.one_hot", num_classes, "num_classes")
     out_dtype = _util.user_dtype("lamina.nn.one_hot", dtype) or dtypes.default_float_dtype()
-    nd = _util.ndim_of(a)
+    nd = get_aval(a).ndim
     pos = _util.canonicalize_axis("lamina.nn.one_hot", axis, nd + 1)
     lhs = lax.expand_dims(a, (pos,))
     classes_shape = [1] * (nd + 1)
     classes_shape[pos] = n
-    classes = lax.broadcasted_iota(_util.dtype_of(a), tuple(classes_shape), pos)
+    classes = lax.broadcasted_iota(get_aval(a).dtype, tuple(classes_shape), pos)
     return lax.convert_element_type(jnp.equal(lhs, classes), out_dtype)
 
 

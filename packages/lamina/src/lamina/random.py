@@ -13,7 +13,7 @@ under the key, so keys and numbers equal JAX's for the same seed.
 
 from __future__ import annotations
 
-import lamina_interpreters_pxla  # noqa: F401  (eager impl rules)
+import lamina_interpreters_pxla  # noqa: F401  (sets the default eager impl)
 import math
 import operator
 from collections.abc import Sequence
@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 from lamina_tracing_core import core, dtypes, lax
+from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core.numpy import _util
 
 import lamina.numpy as jnp
-from lamina.numpy import _util
 
 Array = Any
 KeyArray = Any
@@ -52,9 +53,9 @@ def threefry_2x32(keypair: tuple[Any, Any] | Any, count: Any) -> Array:
     else:
         k0, k1 = _key_words("threefry_2x32", keypair)
     x = _util.operand("lamina.random.threefry_2x32", count, "count")
-    if _util.dtype_of(x) != np.uint32:
-        raise TypeError(f"threefry_2x32: count must be uint32, got {_util.dtype_of(x)}")
-    shape = _util.shape_of(x)
+    if get_aval(x).dtype != np.uint32:
+        raise TypeError(f"threefry_2x32: count must be uint32, got {get_aval(x).dtype}")
+    shape = get_aval(x).shape
     n = math.prod(shape)
     flat = lax.reshape(x, (n,))
     odd = n % 2
@@ -96,7 +97,7 @@ def _hash_counters(key: KeyArray, shape: tuple[int, ...], fun: str) -> tuple[Arr
 # --- keys -------------------------------------------------------------------------------------
 def _check_key(fun: str, key: Any) -> Array:
     k = _util.operand(f"lamina.random.{fun}", key, "key")
-    aval = _util.typeof(k)
+    aval = get_aval(k)
     if aval.shape != (2,) or aval.dtype != np.uint32:
         raise TypeError(f"lamina.random.{fun}: expected a PRNG key (a uint32[2] array made by "
                         f"lamina.random.key or PRNGKey), got {aval.str_short()}; for a batch "
@@ -123,7 +124,7 @@ def PRNGKey(seed: Any) -> KeyArray:  # noqa: N802 - JAX's name
         high, low = _seed_words_python(int(seed))
         return jnp.array([high, low], dtype=np.uint32)
     s = _util.operand("lamina.random.PRNGKey", seed, "seed")
-    aval = _util.typeof(s)
+    aval = get_aval(s)
     if aval.shape:
         raise TypeError(f"PRNGKey: seed must be a scalar, got shape {aval.shape}")
     if not dtypes.is_integer(aval.dtype):
@@ -197,8 +198,8 @@ def fold_in(key: KeyArray, data: Any) -> KeyArray:
         word: Any = np.uint32(data)
     else:
         d = _util.operand("lamina.random.fold_in", data, "data")
-        if not dtypes.is_integer(_util.dtype_of(d)):
-            raise TypeError(f"fold_in: data must be an integer, got {_util.dtype_of(d)}")
+        if not dtypes.is_integer(get_aval(d).dtype):
+            raise TypeError(f"fold_in: data must be an integer, got {get_aval(d).dtype}")
         word = lax.convert_element_type(d, np.uint32)
     k0, k1 = _key_words("fold_in", key)
     y0, y1 = lax.threefry2x32(k0, k1, np.uint32(0), word)
@@ -237,11 +238,11 @@ def _float_dtype(fun: str, dtype: Any) -> np.dtype[Any]:
 def _param(fun: str, value: Any, dtype: np.dtype[Any], rank: int) -> Array:
     """A distribution parameter as ``dtype`` with leading size-1 axes up to ``rank``."""
     v = _util.convert(_util.operand(f"lamina.random.{fun}", value, "parameter"), dtype)
-    extra = rank - _util.ndim_of(v)
+    extra = rank - get_aval(v).ndim
     if extra < 0:
-        raise ValueError(f"lamina.random.{fun}: a parameter of shape {_util.shape_of(v)} has "
+        raise ValueError(f"lamina.random.{fun}: a parameter of shape {get_aval(v).shape} has "
                          f"more dimensions than the requested shape's {rank}")
-    return lax.reshape(v, (1,) * extra + _util.shape_of(v)) if extra else v
+    return lax.reshape(v, (1,) * extra + get_aval(v).shape) if extra else v
 
 
 def uniform(key: KeyArray, shape: Shape = (), dtype: Any = None, minval: Any = 0.0,
@@ -287,8 +288,8 @@ def truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: Shape | None 
     lo = _util.convert(_util.operand("lamina.random.truncated_normal", lower, "lower"), dt)
     hi = _util.convert(_util.operand("lamina.random.truncated_normal", upper, "upper"), dt)
     if shape is None:
-        dims = _util.broadcast_shapes("lamina.random.truncated_normal", _util.shape_of(lo),
-                                      _util.shape_of(hi))
+        dims = _util.broadcast_shapes("lamina.random.truncated_normal", get_aval(lo).shape,
+                                      get_aval(hi).shape)
     else:
         dims = _shape("truncated_normal", shape)
     sqrt2 = np.asarray(np.sqrt(2), dt)
@@ -344,10 +345,10 @@ def _clip_to(value: Any, dtype: np.dtype[Any]) -> Array:
     """An integer ``value`` clipped into ``dtype``'s range, then converted."""
     info = np.iinfo(dtype)
     v = _util.operand("lamina.random.randint", value, "minval/maxval")
-    v_dtype = _util.dtype_of(v)
+    v_dtype = get_aval(v).dtype
     if not dtypes.is_integer(v_dtype):
         v = _util.convert(v, dtypes.default_int_dtype())
-        v_dtype = _util.dtype_of(v)
+        v_dtype = get_aval(v).dtype
     v_info = np.iinfo(v_dtype)
     lo, hi = max(int(info.min), int(v_info.min)), min(int(info.max), int(v_info.max))
     clipped = lax.clamp(np.asarray(lo, v_dtype), _util.strip_weak(v), np.asarray(hi, v_dtype))
@@ -362,9 +363,9 @@ def randint(key: KeyArray, shape: Shape, minval: Any, maxval: Any, dtype: Any = 
     dims = _shape("randint", shape)
     nbits = dt.itemsize * 8
     hi_raw = _util.operand("lamina.random.randint", maxval, "maxval")
-    if not dtypes.is_integer(_util.dtype_of(hi_raw)):
+    if not dtypes.is_integer(get_aval(hi_raw).dtype):
         hi_raw = _util.convert(hi_raw, dtypes.default_int_dtype())
-    hi_dtype = _util.dtype_of(hi_raw)
+    hi_dtype = get_aval(hi_raw).dtype
     # maxval above dtype's range (randint(k, s, 0, 256, uint8)) needs a span of 2**nbits.
     limit = min(int(np.iinfo(dt).max), int(np.iinfo(hi_dtype).max))
     max_too_big = lax.gt(_util.strip_weak(hi_raw), np.asarray(limit, hi_dtype))
@@ -392,17 +393,17 @@ def randint(key: KeyArray, shape: Shape, minval: Any, maxval: Any, dtype: Any = 
 def _bcast(pred: Any, like: Any) -> Any:
     """``pred`` broadcast to ``like``'s shape (select needs equal shapes)."""
     return _util.broadcast_to("lamina.random.randint", pred, _util.broadcast_shapes(
-        "randint", _util.shape_of(pred), _util.shape_of(like)))
+        "randint", get_aval(pred).shape, get_aval(like).shape))
 
 
 def bernoulli(key: KeyArray, p: Any = np.float32(0.5), shape: Shape | None = None) -> Array:
     """Booleans that are True with probability ``p`` (a float)."""
     prob = _util.operand("lamina.random.bernoulli", p, "p")
-    dt = dtypes.canonicalize_dtype(_util.dtype_of(prob))
+    dt = dtypes.canonicalize_dtype(get_aval(prob).dtype)
     if not dtypes.is_floating(dt):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     prob = _util.convert(prob, dt)
-    dims = _util.shape_of(prob) if shape is None else _shape("bernoulli", shape)
+    dims = get_aval(prob).shape if shape is None else _shape("bernoulli", shape)
     u = _uniform(key, dims, dt, 0.0, 1.0, "bernoulli")
     threshold = _param("bernoulli", prob, dt, len(dims))
     return lax.lt(u, _util.broadcast_to("lamina.random.bernoulli", threshold, dims))
@@ -419,7 +420,7 @@ def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None 
     """Indices drawn with probabilities ``softmax(logits)`` along ``axis`` (the
     Gumbel-max trick); ``shape`` must end with the batch shape of ``logits``."""
     (lg,) = _util.promote_dtypes_inexact("lamina.random.categorical", logits)
-    logits_shape = _util.shape_of(lg)
+    logits_shape = get_aval(lg).shape
     ax = _util.canonicalize_axis("lamina.random.categorical", axis, len(logits_shape))
     batch_shape = logits_shape[:ax] + logits_shape[ax + 1:]
     out_shape = batch_shape if shape is None else _shape("categorical", shape)
@@ -429,7 +430,7 @@ def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None 
                          f"shape {batch_shape} of logits")
     prefix = out_shape[:len(out_shape) - len(batch_shape)]
     noise_shape = prefix + logits_shape
-    dt = _util.dtype_of(lg)
+    dt = get_aval(lg).dtype
     noisy = lax.add(gumbel(key, noise_shape, dt), _param("categorical", lg, dt, len(noise_shape)))
     return lax.argmax(noisy, len(prefix) + ax, dtypes.default_int_dtype())
 
@@ -437,12 +438,12 @@ def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None 
 def _shuffle(key: KeyArray, x: Array, axis: int) -> Array:
     """``x`` permuted along ``axis`` by sorting on random keys, repeated enough
     rounds that collisions of the 32-bit sort keys are negligible."""
-    size = math.prod(_util.shape_of(x))
+    size = math.prod(get_aval(x).shape)
     rounds = math.ceil(3 * math.log(max(1, size)) / math.log(2 ** 32 - 1))
     for _ in range(rounds):
         keys = split(key)
         key, subkey = (lax.index_in_dim(keys, i, keepdims=False) for i in (0, 1))
-        sort_keys = _random_bits(subkey, 32, _util.shape_of(x), "permutation")
+        sort_keys = _random_bits(subkey, 32, get_aval(x).shape, "permutation")
         _, x = lax.sort((sort_keys, x), dimension=axis, num_keys=1)
     return x
 
@@ -451,14 +452,14 @@ def permutation(key: KeyArray, x: Any, axis: int = 0, independent: bool = False)
     """A random permutation of ``arange(x)`` (integer ``x``) or of ``x`` along
     ``axis`` (each slice independently if ``independent``)."""
     is_list = isinstance(x, (list, tuple))
-    if not is_list and _util.ndim_of(_util.operand("lamina.random.permutation", x)) == 0:
+    if not is_list and get_aval(_util.operand("lamina.random.permutation", x)).ndim == 0:
         n = _util.concrete_int("lamina.random.permutation", x, "x (an integer size)")
         return _shuffle(key, lax.iota(dtypes.default_int_dtype(), n), 0)
     arr = _util.operand("lamina.random.permutation", x)
-    ax = _util.canonicalize_axis("lamina.random.permutation", axis, _util.ndim_of(arr))
-    if independent or _util.ndim_of(arr) == 1:
+    ax = _util.canonicalize_axis("lamina.random.permutation", axis, get_aval(arr).ndim)
+    if independent or get_aval(arr).ndim == 1:
         return _shuffle(key, arr, ax)
-    index = _shuffle(key, lax.iota(dtypes.default_int_dtype(), _util.shape_of(arr)[ax]), 0)
+    index = _shuffle(key, lax.iota(dtypes.default_int_dtype(), get_aval(arr).shape[ax]), 0)
     return jnp.take(arr, index, axis=ax, unique_indices=True)
 
 
@@ -467,17 +468,17 @@ def choice(key: KeyArray, a: Any, shape: Shape = (), replace: bool = True, p: An
     """Random draws from ``a`` (or ``arange(a)`` for an integer ``a``) along
     ``axis``, with or without replacement, uniformly or with probabilities ``p``."""
     arr = _util.operand("lamina.random.choice", a, "a")
-    scalar = _util.ndim_of(arr) == 0
+    scalar = get_aval(arr).ndim == 0
     if scalar:
         n = _util.concrete_int("lamina.random.choice", a, "a (an integer population size)")
         ax = 0
     else:
-        ax = _util.canonicalize_axis("lamina.random.choice", axis, _util.ndim_of(arr))
-        n = _util.shape_of(arr)[ax]
+        ax = _util.canonicalize_axis("lamina.random.choice", axis, get_aval(arr).ndim)
+        n = get_aval(arr).shape[ax]
     dims = _shape("choice", shape)
     count = math.prod(dims)
     if count == 0:
-        return jnp.zeros(dims, _util.dtype_of(arr))
+        return jnp.zeros(dims, get_aval(arr).dtype)
     if n <= 0:
         raise ValueError("choice: a must be greater than 0 unless no samples are taken")
     if not replace and count > n:
@@ -492,21 +493,21 @@ def choice(key: KeyArray, a: Any, shape: Shape = (), replace: bool = True, p: An
             picked = lax.slice_in_dim(shuffled, 0, count, 1, ax)
     else:
         (probs,) = _util.promote_dtypes_inexact("lamina.random.choice", p)
-        if _util.shape_of(probs) != (n,):
+        if get_aval(probs).shape != (n,):
             raise ValueError("choice: p must be None or match the shape of a")
         if replace:
             cumulative = jnp.cumsum(probs)
             total = lax.index_in_dim(cumulative, n - 1, keepdims=False)
-            u = uniform(key, dims, _util.dtype_of(cumulative))
-            draw = lax.mul(total, lax.sub(np.asarray(1, _util.dtype_of(u)), u))
+            u = uniform(key, dims, get_aval(cumulative).dtype)
+            draw = lax.mul(total, lax.sub(np.asarray(1, get_aval(u).dtype), u))
             index = lax.convert_element_type(jnp.searchsorted(cumulative, draw),
                                              dtypes.default_int_dtype())
         else:
             # The Gumbel top-k trick draws without replacement with weights p.
-            g = lax.add(gumbel(key, (n,), _util.dtype_of(probs)), jnp.log(probs))
+            g = lax.add(gumbel(key, (n,), get_aval(probs).dtype), jnp.log(probs))
             index = lax.convert_element_type(lax.top_k(g, count)[1], dtypes.default_int_dtype())
         picked = index if scalar else jnp.take(arr, index, axis=ax)
     if scalar:
         return lax.reshape(picked, dims)
-    out_shape = _util.shape_of(arr)[:ax] + dims + _util.shape_of(arr)[ax + 1:]
+    out_shape = get_aval(arr).shape[:ax] + dims + get_aval(arr).shape[ax + 1:]
     return lax.reshape(picked, out_shape)

@@ -2,8 +2,9 @@
 
 Entry point: ``lower_jaxpr_to_module(module_name, closed_jaxpr, ...)`` returns
 a ``LoweringResult``. Rules live in ``lowering_rules`` /
-``platform_lowering_rules`` (``register_lowering``); every lax, control-flow
-and collective primitive of tracing-core has one, registered on import.
+``platform_lowering_rules``, keyed by the ``Primitive`` object
+(``register_lowering(prim, rule, platform=None)``); every primitive of
+tracing-core has one, registered beside it in ``lax_rules`` on import.
 """
 
 from lamina_mlir_lowering.__about__ import __version__
@@ -14,7 +15,7 @@ from lamina_mlir_lowering.axis_context import (
     UnboundAxisError,
 )
 from lamina_mlir_lowering.context import default_context, make_context
-from lamina_mlir_lowering.lax_rules.registry import register_all as _register_all
+from lamina_mlir_lowering import lax_rules  # importing it registers every rule
 from lamina_mlir_lowering.lowering import (
     PLATFORM_INDEX_NAME,
     LoweringResult,
@@ -36,23 +37,20 @@ from lamina_mlir_lowering.rules import (
     lowering_rules,
     platform_lowering_rules,
     register_lowering,
-    register_lowering_by_name,
 )
 from lamina_mlir_lowering.serialization import module_to_bytecode, module_to_text, parse_module
 from lamina_mlir_lowering.sharding import UNSPECIFIED, MeshShape, ShardingSpec, Unspecified
 from lamina_mlir_lowering.types import aval_to_ir_type, dtype_to_ir_type, ir_constant
 
-_register_all()
-
 __all__ = [
-    "__version__",
+    "__version__", "lax_rules",
     "AxisContext", "ReplicaAxisContext", "ShardingAxisContext", "UnboundAxisError",
     "default_context", "make_context",
     "LoweringResult", "lower_jaxpr_to_module", "jaxpr_subcomp", "lower_sub_jaxpr",
     "call_jaxpr", "make_call_rule", "sanitize_module_name", "PLATFORM_INDEX_NAME",
     "KNOWN_PLATFORMS", "LoweringError", "LoweringRule", "LoweringRuleContext",
     "ModuleContext", "get_lowering_rule", "has_lowering_rule", "lowering_rules",
-    "platform_lowering_rules", "register_lowering", "register_lowering_by_name",
+    "platform_lowering_rules", "register_lowering",
     "module_to_bytecode", "module_to_text", "parse_module",
     "UNSPECIFIED", "MeshShape", "ShardingSpec", "Unspecified",
     "aval_to_ir_type", "dtype_to_ir_type", "ir_constant",

@@ -16,12 +16,11 @@ Tables:
 
 - ``lowering_rules[prim]``: the rule for every platform;
 - ``platform_lowering_rules[platform][prim]``: an override for one platform
-  (``cpu``, ``cuda``, ``rocm``, ``tpu``; ``gpu`` registers for cuda and rocm);
-- ``rules_by_name[name]``: rules for primitives known by their JAX name, bound
-  to a ``Primitive`` the first time one with that name is lowered (so a
-  primitive defined anywhere with JAX's name and params gets JAX's lowering).
+  (``cpu``, ``cuda``, ``rocm``, ``tpu``; ``gpu`` registers for cuda and rocm).
 
-``register_lowering(prim, rule, platform=None)`` fills the first two.
+Both are keyed by the ``Primitive`` object; ``register_lowering(prim, rule,
+platform=None)`` fills them, called right beside the rule it registers
+(``register_lowering(lax.sin_p, _sin)``).
 """
 
 from __future__ import annotations
@@ -43,8 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LoweringRule", "ResolvedRules", "LoweringRuleContext", "ModuleContext", "LoweringError",
-    "lowering_rules", "platform_lowering_rules", "rules_by_name", "register_lowering",
-    "register_lowering_by_name", "get_lowering_rule", "has_lowering_rule",
+    "lowering_rules", "platform_lowering_rules", "register_lowering",
+    "get_lowering_rule", "has_lowering_rule",
     "KNOWN_PLATFORMS", "canonicalize_platform",
 ]
 
@@ -59,8 +58,6 @@ _PLATFORM_ALIASES: dict[str, tuple[str, ...]] = {"gpu": ("cuda", "rocm")}
 lowering_rules: dict[Primitive, LoweringRule] = {}
 platform_lowering_rules: dict[str, dict[Primitive, LoweringRule]] = {
     p: {} for p in KNOWN_PLATFORMS}
-rules_by_name: dict[str, LoweringRule] = {}
-platform_rules_by_name: dict[str, dict[str, LoweringRule]] = {p: {} for p in KNOWN_PLATFORMS}
 
 
 class LoweringError(Exception):
@@ -97,36 +94,10 @@ def register_lowering(prim: Primitive, rule: LoweringRule,
     return rule
 
 
-def register_lowering_by_name(name: str, rule: LoweringRule,
-                              platform: str | None = None) -> LoweringRule:
-    """Registers ``rule`` for every primitive named ``name`` (JAX's name)
-    that has no rule of its own in ``lowering_rules``."""
-    if platform is None:
-        rules_by_name[name] = rule
-    else:
-        for p in _platforms_of(platform):
-            platform_rules_by_name[p][name] = rule
-    return rule
-
-
-def _default_rule(prim: Primitive) -> LoweringRule | None:
-    rule = lowering_rules.get(prim)
-    if rule is None:
-        rule = rules_by_name.get(prim.name)
-        if rule is not None:
-            lowering_rules[prim] = rule
-            for p, by_name in platform_rules_by_name.items():
-                override = by_name.get(prim.name)
-                if override is not None:
-                    platform_lowering_rules[p].setdefault(prim, override)
-    return rule
-
-
 def get_lowering_rule(prim: Primitive, platform: str) -> LoweringRule | None:
     """The rule that lowers ``prim`` for ``platform`` (override first), or None."""
-    default = _default_rule(prim)
     override = platform_lowering_rules[platform].get(prim)
-    return override if override is not None else default
+    return override if override is not None else lowering_rules.get(prim)
 
 
 def has_lowering_rule(prim: Primitive, platform: str = "cpu") -> bool:

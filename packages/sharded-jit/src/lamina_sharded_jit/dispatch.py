@@ -7,8 +7,9 @@ functions with static arguments, host values (numpy arrays, Python scalars)
 and uncommitted arrays that must move, donation, and any first call of a
 signature. Those calls use this module.
 
-After the first call of a jitted function with a given signature, the
-function keeps a :class:`FastEntry` under the argument tree structure (and
+After the first top-level call of a jitted function with a given signature,
+the function's call cache (:mod:`lamina_sharded_jit.call_cache`) keeps a
+:class:`FastEntry` with the signature, under the argument tree structure (and
 static arguments). A later call with that structure tries its entries: each
 checks every flat argument against the recorded signature — the avals
 (shape, dtype, weak type) compared by identity first, the sharding and the
@@ -19,7 +20,7 @@ the outputs. Anything unexpected (another signature, a tracer, a deleted
 array, an execution error) returns :data:`MISS` and the caller takes the full
 path, which raises the clear error or builds a new entry.
 
-Avals are interned (:func:`canonical_aval`): equal avals are the same object,
+Avals are interned (:func:`~lamina_sharded_jit.arguments.canonical_aval`): equal avals are the same object,
 so the signature check is mostly identity comparisons, including for results
 fed back as arguments.
 """
@@ -29,14 +30,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from lamina_interpreters_pxla.array import Array, record_donation
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.transfer import shard_args
 from lamina_tracing_core import core, dtypes
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.core import EvalTrace, Tracer
 
-__all__ = ["FastEntry", "MISS", "canonical_aval", "at_top_level"]
+from lamina_sharded_jit.arguments import aval_or_none
+
+__all__ = ["FastEntry", "MISS", "at_top_level", "host_or_array"]
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 
@@ -49,20 +53,6 @@ class _Miss:
 
 
 MISS: Any = _Miss()
-
-_interned: dict[ShapedArray, ShapedArray] = {}
-
-
-def canonical_aval(aval: ShapedArray) -> ShapedArray:
-    """The one interned object equal to ``aval``."""
-    hit = _interned.get(aval)
-    if hit is None:
-        if len(_interned) > 65536:
-            _interned.clear()
-        _interned[aval] = aval
-        return aval
-    return hit
-
 
 #: tracing-core's per-thread trace state: the dynamic trace is the eval trace
 #: outside every staging transformation (read directly: the hot path).
@@ -187,7 +177,7 @@ class FastEntry:
                     pending.append(len(impls))
                 append(impl)
             elif committed is None and not isinstance(x, Tracer):
-                if _host_aval(x) != aval:
+                if aval_or_none(x) != aval:
                     return None
                 if pending is None:
                     pending = []
@@ -214,18 +204,10 @@ class FastEntry:
                 record_donation(impl, self.name)
 
 
-def _host_aval(x: Any) -> ShapedArray | None:
-    try:
-        return get_aval(x)
-    except TypeError:
-        return None
-
-
 def host_or_array(x: Any) -> bool:
     """True for the argument kinds the fast path takes: lamina Arrays and
     numeric host values (numpy arrays and scalars, Python scalars)."""
     t = type(x)
     if t is Array or t in _PYTHON_SCALARS:
         return True
-    import numpy as np
     return isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc"

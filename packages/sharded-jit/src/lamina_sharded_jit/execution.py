@@ -26,23 +26,25 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lamina_interpreters_pxla._jaxlib import xc
 from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.backends import default_device
 from lamina_interpreters_pxla.backends import devices as devices_of
-from lamina_interpreters_pxla.executable import (
+from lamina_interpreters_pxla.compiler import (
     BuildOptions,
     CompileError,
-    Executable,
     compile_module,
     result_handler,
 )
+from lamina_interpreters_pxla.executable import Executable
 from lamina_interpreters_pxla.sharding import SingleDeviceSharding, single_device_sharding
+from lamina_linear_util.cache import explain_cache_misses_enabled
 from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
 from lamina_mlir_lowering.lowering import sanitize_module_name
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 
-from lamina_sharded_jit.dispatch import canonical_aval
+from lamina_sharded_jit.arguments import canonical_aval
 from lamina_sharded_jit.explain import explain_miss, log_cost
 from lamina_sharded_jit.jaxpr_cache import memoize_on_jaxpr
 from lamina_sharded_jit.primitive import pjit_p
@@ -207,7 +209,6 @@ _KEY_PARTS = ("jaxpr", "consts", "input shardings", "output shardings", "donated
 
 
 def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) -> None:
-    from lamina_linear_util.cache import explain_cache_misses_enabled
     if not explain_cache_misses_enabled():
         return
     with _lock:
@@ -324,7 +325,6 @@ def _concrete_in_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
     kept = program.lowering.kept_var_idx
     from_xla: dict[int, Any] = {}
     if chosen is not None:
-        from lamina_interpreters_pxla._jaxlib import xc
         for pos, op in zip(kept, chosen):
             aval = program.in_avals[pos]
             from_xla[pos] = sharding_for_output(xc.HloSharding.from_proto(op), devices,
@@ -341,7 +341,6 @@ def _concrete_in_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
 
 
 def _replicated(devices: Sequence[Any], mesh: Any, ndim: int) -> Any:
-    from lamina_interpreters_pxla._jaxlib import xc
     return sharding_for_output(xc.HloSharding.replicate(), devices, mesh, ndim)
 
 
@@ -351,7 +350,6 @@ def _concrete_out_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
         single = single_device_sharding(devices[0])
         return [single if is_unspecified(s) or isinstance(s, SingleDeviceSharding) else s
                 for s in program.out_shardings]
-    from lamina_interpreters_pxla._jaxlib import xc
     chosen = loaded.get_output_shardings()
     out = []
     for i, (s, aval) in enumerate(zip(program.out_shardings, program.out_avals)):

@@ -30,13 +30,14 @@ from lamina_interpreters_pxla._jaxlib import xc
 from lamina_interpreters_pxla.backends import local_devices
 from lamina_interpreters_pxla.executable import BuildOptions, Executable, compile_module
 from lamina_interpreters_pxla.sharding import GSPMDSharding, single_device_sharding
+from lamina_interpreters_pxla.stages import ArgInfo
 from lamina_linear_util import tree_util as tu
 from lamina_mlir_lowering import module_to_bytecode, module_to_text, parse_module
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray
 
+from lamina_sharded_jit.arguments import check_arg_types, structure_mismatch_message
 from lamina_sharded_jit.shardings import is_unspecified
-from lamina_sharded_jit.stages import _check_arg_types, structure_mismatch_message
 
 __all__ = ["Exported", "export", "deserialize", "serialize", "exported_from_lowered"]
 
@@ -85,8 +86,7 @@ class Exported:
         if tree != self.in_tree:
             raise TypeError(f"exported {self.fun_name}: "
                             + structure_mismatch_message(self.in_tree, (args, kwargs)))
-        from lamina_interpreters_pxla.stages import ArgInfo
-        _check_arg_types([ArgInfo(a, d, n) for a, d, n in
+        check_arg_types([ArgInfo(a, d, n) for a, d, n in
                           zip(self.in_avals, self.donated, self.arg_names)], flat)
         executable = self._executable()
         kept = [flat[i] for i in self.module_kept_var_idx]

@@ -38,7 +38,6 @@ from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
 from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.core import Tracer
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprEqn
 from lamina_tracing_core.primitives import Primitive
@@ -120,10 +119,6 @@ def _with(params: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return new
 
 
-def _aval_of(x: Any) -> ShapedArray:
-    return x.aval if isinstance(x, Tracer) else get_aval(x)
-
-
 # --- JVP ---------------------------------------------------------------------------------------
 def _jvp_jaxpr(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...]
                ) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
@@ -149,7 +144,7 @@ def _pjit_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
     outs = pjit_p.bind(*primals, *nz_tangents, **new_params)
     n = len(out_nz)
     primals_out, nz_out = list(outs[:n]), iter(outs[n:])
-    tangents_out = [next(nz_out) if nz else Zero(tangent_aval(_aval_of(p)))
+    tangents_out = [next(nz_out) if nz else Zero(tangent_aval(get_aval(p)))
                     for p, nz in zip(primals_out, out_nz)]
     return primals_out, tangents_out
 

@@ -46,7 +46,6 @@ from lamina_interpreters_pxla.sharding import PartitionSpec as AxisSpec
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core.avals import get_aval
-from lamina_tracing_core.core import Tracer
 
 from lamina_sharded_jit.api import Jitted, jit
 from lamina_sharded_jit.sharding_constraint import bind_constraint
@@ -338,7 +337,7 @@ class ShardedJitted:
                 key_parts.append(("static", type(a), a))
             else:
                 leaves, treedef = tu.tree_flatten(a)
-                key_parts.append((treedef, tuple(_aval_of(x) for x in leaves)))
+                key_parts.append((treedef, tuple(get_aval(x) for x in leaves)))
         key = tuple(key_parts)
         found = self._probed.get(key)
         if found is not None:
@@ -359,10 +358,6 @@ class ShardedJitted:
 
     def __repr__(self) -> str:
         return f"<sharded_jit-compiled function {self._name}>"
-
-
-def _aval_of(x: Any) -> Any:
-    return x.aval if isinstance(x, Tracer) else get_aval(x)
 
 
 def sharded_jit(fun: Callable[..., Any], in_parts: Any, out_parts: Any,
@@ -408,7 +403,7 @@ def with_sharding_constraint(x: Any, partitions: PartitionSpec | None) -> Any:
                          "called inside a function transformed by sharded_jit (use "
                          "lamina.sharding's with_sharding_constraint with a NamedSharding "
                          "elsewhere)")
-    aval = _aval_of(x)
+    aval = get_aval(x)
     if spec is not None and len(spec) != aval.ndim:
         raise ValueError(f"with_sharding_constraint in sharded_jit({scope.fun_name}): "
                          f"partitions={spec!r} has {len(spec)} entries for a value of rank "

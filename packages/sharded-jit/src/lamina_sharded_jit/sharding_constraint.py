@@ -18,38 +18,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lamina_interpreters_pxla.device_put import device_put
+from lamina_interpreters_pxla.sharding import UNCONSTRAINED, NamedSharding
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import ad, batching
 from lamina_tracing_core.ad_util import Zero
 from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.core import Tracer
 from lamina_tracing_core.primitives import Primitive
 
-from lamina_sharded_jit.shardings import batch_sharding, canonicalize_leaf, resolve_leaf
+from lamina_sharded_jit.shardings import (
+    batch_sharding,
+    canonicalize_leaf,
+    check_sharding_fits,
+    resolve_leaf,
+)
 
 __all__ = ["sharding_constraint_p", "with_sharding_constraint", "bind_constraint"]
 
 sharding_constraint_p = Primitive("sharding_constraint")
 
 
-def _check_rank(sharding: Any, aval: ShapedArray, where: str) -> None:
-    from lamina_interpreters_pxla.sharding import ShardingError
-    try:
-        sharding._to_xla_hlo_sharding(aval.ndim)
-        sharding.check_compatible_shape(aval.shape)
-    except ShardingError as e:
-        raise ShardingError(f"{where} of type {aval.str_short()}: {e}") from None
-
-
 def _abstract_eval(aval: ShapedArray, *, sharding: Any,
                    unconstrained_dims: frozenset[int]) -> ShapedArray:
-    _check_rank(sharding, aval, "with_sharding_constraint: the value")
+    check_sharding_fits(sharding, aval, "with_sharding_constraint: the value")
     return aval
 
 
 def _impl(x: Any, *, sharding: Any, unconstrained_dims: frozenset[int]) -> Any:
-    from lamina_interpreters_pxla.device_put import device_put
     return device_put(x, sharding)
 
 
@@ -85,7 +81,6 @@ batching.fancy_primitive_batchers[sharding_constraint_p] = _batch
 
 
 def _unconstrained(sharding: Any) -> frozenset[int]:
-    from lamina_interpreters_pxla.sharding import UNCONSTRAINED, NamedSharding
     if not isinstance(sharding, NamedSharding):
         return frozenset()
     return frozenset(i for i, p in enumerate(sharding.spec) if p is UNCONSTRAINED)
@@ -93,8 +88,8 @@ def _unconstrained(sharding: Any) -> frozenset[int]:
 
 def bind_constraint(x: Any, sharding: Any, where: str) -> Any:
     """Binds the constraint on one value (``where`` names it in errors)."""
-    aval = x.aval if isinstance(x, Tracer) else get_aval(x)
-    _check_rank(sharding, aval, where)
+    aval = get_aval(x)
+    check_sharding_fits(sharding, aval, where)
     return sharding_constraint_p.bind(x, sharding=sharding,
                                       unconstrained_dims=_unconstrained(sharding))
 

@@ -44,8 +44,8 @@ from lamina_mlir_lowering import UNSPECIFIED, MeshShape, ShardingSpec, Unspecifi
 from lamina_tracing_core.avals import ShapedArray
 
 __all__ = [
-    "ShardingSource", "UNSPECIFIED", "batch_sharding", "canonicalize_leaf", "factor_mesh",
-    "is_unspecified", "lowering_specs", "program_devices", "resolve_leaf", "shard_label",
+    "ShardingSource", "UNSPECIFIED", "batch_sharding", "canonicalize_leaf",
+    "check_sharding_fits", "factor_mesh", "is_unspecified", "none_if_unspecified", "lowering_specs", "program_devices", "resolve_leaf", "shard_label",
     "sharding_for_output", "LoweringShardingContext", "lowering_sharding_context",
     "current_lowering_context",
 ]
@@ -54,6 +54,21 @@ __all__ = [
 def is_unspecified(s: object) -> bool:
     """True for ``None`` and ``UNSPECIFIED`` (no sharding was asked for)."""
     return s is None or isinstance(s, Unspecified)
+
+
+def none_if_unspecified(s: Any) -> Any:
+    """``s``, or ``None`` when no sharding was asked for (what stages show)."""
+    return None if is_unspecified(s) else s
+
+
+def check_sharding_fits(s: Any, aval: ShapedArray, where: str) -> None:
+    """Raises a ``ShardingError`` naming ``where`` when the sharding ``s``
+    cannot lay out a value of type ``aval`` (wrong rank, indivisible shape)."""
+    try:
+        s._to_xla_hlo_sharding(aval.ndim)
+        s.check_compatible_shape(aval.shape)
+    except ShardingError as e:
+        raise ShardingError(f"{where} of type {aval.str_short()}: {e}") from None
 
 
 def canonicalize_leaf(x: Any, *, where: str) -> Any:

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lamina_interpreters_pxla.stages import (ArgInfo, Compiled, Lowered, OutInfo, Traced,
                                              module_in_dialect, module_text)
 from lamina_linear_util import tree_util as tu
-from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.core import Tracer
+from lamina_tracing_core.avals import ShapedArray
 
+from lamina_sharded_jit.arguments import check_arg_types, structure_mismatch_message
 from lamina_sharded_jit.execution import (
     CompiledProgram,
     LoweredProgram,
@@ -38,16 +38,11 @@ from lamina_sharded_jit.execution import (
     lower_program,
     placed_shardings,
 )
-from lamina_sharded_jit.shardings import is_unspecified
-
-if TYPE_CHECKING:
-    from lamina_sharded_jit.api import JitInfo, PjitParams
+from lamina_sharded_jit.export import Exported, exported_from_lowered
+from lamina_sharded_jit.params import JitInfo, PjitParams
+from lamina_sharded_jit.shardings import none_if_unspecified
 
 __all__ = ["JitTraced", "JitLowered", "JitCompiled", "make_traced"]
-
-
-def _none_if_unspecified(s: Any) -> Any:
-    return None if is_unspecified(s) else s
 
 
 class _ArgsInfoAsPytree:
@@ -86,10 +81,10 @@ class JitTraced(_ArgsInfoAsPytree, Traced):
         self._committed = committed
         dbg = p.jaxpr.jaxpr.debug_info
         paths = dbg.result_paths if dbg is not None else (None,) * len(p.jaxpr.out_avals)
-        args_info = [ArgInfo(aval, donated, name, _none_if_unspecified(s))
+        args_info = [ArgInfo(aval, donated, name, none_if_unspecified(s))
                      for aval, donated, name, s in zip(p.in_avals, p.donated_invars,
                                                        p.arg_names, placed)]
-        out_info = [OutInfo(aval, path, _none_if_unspecified(s))
+        out_info = [OutInfo(aval, path, none_if_unspecified(s))
                     for aval, path, s in zip(p.jaxpr.out_avals, paths, p.out_shardings)]
         super().__init__(p.jaxpr, fun_name=info.fun_name, in_tree=p.in_tree,
                          out_tree=p.out_tree, args_info=args_info, out_info=out_info,
@@ -154,10 +149,9 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
             program = dataclasses.replace(program, compiler_options_kvs=kvs, compiled=None)
         return JitCompiled(compile_program(program), self._traced)
 
-    def export(self) -> Any:
+    def export(self) -> Exported:
         """The serializable ``Exported`` form of this lowering (see
         :mod:`lamina_sharded_jit.export`)."""
-        from lamina_sharded_jit.export import exported_from_lowered
         return exported_from_lowered(self)
 
     def __repr__(self) -> str:
@@ -178,58 +172,8 @@ class JitCompiled(_ArgsInfoAsPytree, Compiled):
         flat, tree = tu.tree_flatten((args, kwargs))
         if tree != self.in_tree:
             raise TypeError(structure_mismatch_message(self.in_tree, (args, kwargs)))
-        _check_arg_types(self.flat_args_info, flat)
+        check_arg_types(self.flat_args_info, flat)
         return tu.tree_unflatten(self.out_tree, self.executable.call(*flat))
-
-
-def _aval_of(x: Any) -> ShapedArray | None:
-    if isinstance(x, Tracer):
-        return x.aval
-    try:
-        return get_aval(x)
-    except TypeError:
-        return None
-
-
-def _check_arg_types(infos: Sequence[ArgInfo], flat: Sequence[Any]) -> None:
-    mismatches = []
-    for i, (info, x) in enumerate(zip(infos, flat)):
-        aval = _aval_of(x)
-        if aval is None or aval.shape != info.aval.shape or aval.dtype != info.aval.dtype:
-            name = info.name or f"#{i}"
-            got = "an invalid array" if aval is None else \
-                f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
-            mismatches.append(f"Argument '{name}' compiled with {info.aval.dtype.name}"
-                              f"[{','.join(map(str, info.aval.shape))}] and called with {got}")
-    if mismatches:
-        raise TypeError("Argument types differ from the types for which this computation was "
-                        "compiled. The mismatches are:\n" + "\n".join(mismatches))
-
-
-def structure_mismatch_message(expected_tree: Any, given: Any) -> str:
-    """Names where a call's argument pytree differs from the compiled one."""
-    from lamina_tracing_core.control_flow.common import structure_differences
-    expected = tu.tree_unflatten(expected_tree, [0] * expected_tree.num_leaves)
-    leafy = tu.tree_map(lambda _: 0, given)
-    diffs = structure_differences(expected, leafy)
-    lines = []
-    for path, seen, now, why in diffs[:5]:
-        where = _path_str(path)
-        lines.append(f"    * at {where}, seen {seen} but now given {now}, so {why}")
-    if not lines:
-        lines.append(f"    * compiled for {expected_tree}, called with {tu.tree_structure(given)}")
-    return ("Function compiled with input pytree does not match the input pytree it was "
-            f"called with. There are {len(diffs) or 1} mismatches, including:\n"
-            + "\n".join(lines))
-
-
-def _path_str(path: Sequence[Any]) -> str:
-    """``args[0]['a']`` / ``kwargs['z']`` from a key path into ``(args, kwargs)``."""
-    if not path:
-        return "the arguments"
-    head, rest = path[0], tuple(path[1:])
-    root = "args" if getattr(head, "idx", 0) == 0 else "kwargs"
-    return root + tu.keystr(rest)
 
 
 def make_traced(info: JitInfo, p: PjitParams) -> JitTraced:

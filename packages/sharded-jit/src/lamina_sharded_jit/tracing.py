@@ -14,7 +14,8 @@ inner function is traced once however often its caller is retraced.
 Tracing happens with a fresh name stack: the jaxpr does not depend on where
 it was first traced. A function that closes over tracers of an enclosing
 transformation gets them as leading arguments (``TraceResult.consts``); such
-a result belongs to that one transformation and is never cached.
+a result belongs to that one transformation and is evicted from the cache
+as soon as it is returned (:func:`trace_pjit`).
 """
 
 from __future__ import annotations
@@ -50,14 +51,6 @@ class TraceResult:
     jaxpr: ClosedJaxpr
     out_avals: tuple[ShapedArray, ...]
     consts: tuple[Any, ...] = ()
-
-
-class _Uncacheable(Exception):
-    """Carries a result that must not enter the cache (it holds tracers)."""
-
-    def __init__(self, result: TraceResult):
-        super().__init__("trace result holds tracers of an enclosing transformation")
-        self.result = result
 
 
 class _Mode(threading.local):
@@ -117,7 +110,7 @@ def _trace(fun: WrappedFun, in_shardings: tuple[Any, ...]) -> TraceResult:
              else fun.__name__, time.perf_counter() - start)
     if any(isinstance(c, core.Tracer) for c in consts):
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), ())
-        raise _Uncacheable(TraceResult(closed, tuple(out_avals), tuple(consts)))
+        return TraceResult(closed, tuple(out_avals), tuple(consts))
     return TraceResult(ClosedJaxpr(jaxpr, consts), tuple(out_avals), ())
 
 
@@ -126,8 +119,14 @@ trace_cache = cache(_trace, max_size=4096, context=tracing_context,
 
 
 def trace_pjit(fun: WrappedFun, in_shardings: tuple[Any, ...]) -> TraceResult:
-    """The traced jaxpr of flat ``fun`` (annotated with its input avals)."""
-    try:
-        return trace_cache(fun, in_shardings)
-    except _Uncacheable as e:
-        return e.result
+    """The traced jaxpr of flat ``fun`` (annotated with its input avals).
+
+    A result that closes over tracers belongs to the one transformation that
+    is tracing now: it is dropped from the cache as soon as it is returned
+    (with the function's other entries: a function that reaches a
+    transformation's values is, in practice, made afresh for each trace of
+    its caller), so the cache never keeps tracers alive."""
+    result = trace_cache(fun, in_shardings)
+    if result.consts:
+        trace_cache.evict_function(fun.f)
+    return result

@@ -43,7 +43,7 @@ from lamina_tracing_core.jaxpr import (
     JaxprDebugInfo,
     validate_jaxpr_debug_info,
 )
-from lamina_tracing_core.pretty_print import pp_jaxpr
+from lamina_tracing_core.jaxpr import pp_jaxpr
 
 __all__ = [
     "ClosedJaxpr", "ConcretizationTypeError", "Jaxpr", "JaxprDebugInfo", "ShapeDtypeStruct",
@@ -54,3 +54,6 @@ __all__ = [
     "jvp", "linearize", "make_jaxpr", "pp_jaxpr", "validate_jaxpr_debug_info",
     "value_and_grad", "vjp", "vmap",
 ]
+
+# Last: installs the array operators and methods (on tracers and Arrays).
+import lamina_tracing_core.numpy  # noqa: E402, F401

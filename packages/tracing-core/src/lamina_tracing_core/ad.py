@@ -27,31 +27,29 @@ transformation (``jvp(f)``, ``transpose(jvp(f))``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lamina_tracing_core import core
 from lamina_tracing_core import source_info as _si
+from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import (
     Zero,
-    add_jaxvals_p,
     add_tangents,
     instantiate_zeros,
     tangent_aval,
-    zeros_like_aval,
 )
+from lamina_tracing_core.base_primitives import reduce_sum
+from lamina_tracing_core.symbolic import UndefinedPrimal, is_undefined_primal
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import MainTrace, Trace, Tracer
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, Literal, Var
 from lamina_tracing_core.primitives import (
     MissingRuleError,
     Primitive,
-    batching_rules,
     jvp_rules,
     transpose_rules,
 )
-
-if TYPE_CHECKING:
-    from lamina_linear_util.linear_util import WrappedFun
+from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, transformation, wrap_init
 
 __all__ = [
     "JVPTrace", "JVPTracer", "UndefinedPrimal", "Zero", "backward_pass", "custom_lin_p",
@@ -63,23 +61,6 @@ __all__ = [
 #: The rule tables, under JAX's names.
 primitive_jvps = jvp_rules
 primitive_transposes = transpose_rules
-
-
-# --- undefined primals -----------------------------------------------------------------
-class UndefinedPrimal:
-    """Stands for a linear input of a transpose rule: only its type is known."""
-
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    def __repr__(self) -> str:
-        return f"UndefinedPrimal({self.aval.str_short()})"
-
-
-def is_undefined_primal(x: Any) -> bool:
-    return type(x) is UndefinedPrimal
 
 
 # --- names -----------------------------------------------------------------------------
@@ -283,16 +264,8 @@ def jvp_subtrace_flat(fun: WrappedFun, main: MainTrace, nonzeros: tuple[bool, ..
     """``fun`` as ``(*primals, *nonzero_tangents) -> (*primals_out,
     *nonzero_tangents_out)`` under the existing JVP ``main``; the thunk tells
     which output tangents are present. The debug info names tangents."""
-    from lamina_linear_util.linear_util import transformation_with_aux
     new_fun, out_nz = transformation_with_aux(_jvp_flat, fun, main, nonzeros, instantiate)
     return _name_tangents(new_fun, fun, nonzeros, out_nz), out_nz
-
-
-def _wrap_src(src: str | None, transform: str) -> str:
-    if not src:
-        return f"{transform}(<unknown>)"
-    fun, sep, where = src.partition(" at ")
-    return f"{transform}({fun}){sep}{where}"
 
 
 def _jvp_new_main(inner: Callable[..., Any], store: Any, nonzeros: tuple[bool, ...],
@@ -317,7 +290,6 @@ def jvp_fun(fun: WrappedFun, nonzeros: Sequence[bool],
     are present. With ``name_stack`` (the default) the equations it traces
     get ``jvp(f)`` in their name stack; ``jvp_jaxpr`` turns it off (an inner
     jaxpr's equations are relative to the equation holding it)."""
-    from lamina_linear_util.linear_util import transformation_with_aux
     nz = tuple(bool(n) for n in nonzeros)
     inst = instantiate if isinstance(instantiate, bool) else tuple(instantiate)
     new_fun, out_nz = transformation_with_aux(_jvp_new_main, fun, nz, inst, fun.debug_info,
@@ -343,7 +315,7 @@ def _name_tangents(new_fun: WrappedFun, fun: WrappedFun, nonzeros: tuple[bool, .
         return primal_paths + tuple(tangent_name(p) for p, z in zip(primal_paths, nz) if z)
 
     return new_fun.replace_debug_info(dbg.replace(
-        func_src_info=_wrap_src(dbg.func_src_info, "jvp"),
+        func_src_info=_si.wrap_func_src(dbg.func_src_info, "jvp"),
         arg_names=names if len(arg_names) == len(nonzeros) else
         (None,) * (len(nonzeros) + sum(nonzeros)),
         result_paths=jvp_paths))
@@ -371,7 +343,6 @@ def jvp(fun: WrappedFun, primals: Sequence[Any], tangents: Sequence[Any], *,
 def jvp_subtrace(fun: WrappedFun, main: MainTrace) -> WrappedFun:
     """``fun`` as ``(primals, tangents) -> (primals_out, tangents_out)`` under
     the existing JVP ``main`` (lists; tangents may be ``Zero``)."""
-    from lamina_linear_util.linear_util import transformation
     return transformation(_jvp_subtrace_lists, fun, main)
 
 
@@ -392,7 +363,6 @@ def jvp_jaxpr(closed_jaxpr: ClosedJaxpr, nonzeros: Sequence[bool],
     (*primals_out, *nonzero_tangents_out)`` and which output tangents are
     present (``instantiate`` forces them). The debug info names the tangents
     ``tangent(x)`` / ``tangent(result)`` and records ``jvp(f)``."""
-    from lamina_tracing_core import partial_eval as pe
     nonzeros = tuple(bool(nz) for nz in nonzeros)
     n_out = len(closed_jaxpr.jaxpr.outvars)
     inst = ((bool(instantiate),) * n_out if isinstance(instantiate, bool)
@@ -406,7 +376,7 @@ def jvp_jaxpr(closed_jaxpr: ClosedJaxpr, nonzeros: Sequence[bool],
     dbg = closed_jaxpr.jaxpr.debug_info
     if dbg is not None:
         jaxpr = jaxpr.replace(debug_info=JaxprDebugInfo(
-            dbg.traced_for, _wrap_src(dbg.func_src_info, "jvp"),
+            dbg.traced_for, _si.wrap_func_src(dbg.func_src_info, "jvp"),
             tuple(dbg.arg_names) + tuple(tangent_name(n)
                                          for n, nz in zip(dbg.arg_names, nonzeros) if nz),
             tuple(dbg.result_paths) + tuple(tangent_name(p)
@@ -468,9 +438,7 @@ def linearize(fun: WrappedFun, primals: Sequence[Any], *, has_aux: bool = False,
     values are returned in ``.aux``. The jaxpr's inputs are named
     ``tangent(x)``, its outputs ``tangent(result)``.
     """
-    from lamina_linear_util.linear_util import transformation_with_aux
 
-    from lamina_tracing_core import partial_eval as pe
     jvp_fun, aux_thunk = transformation_with_aux(_jvp_for_linearize, fun, has_aux, transform,
                                                 fun.debug_info)
     primal_avals = [get_aval(p) for p in primals]
@@ -498,7 +466,7 @@ def linearize(fun: WrappedFun, primals: Sequence[Any], *, has_aux: bool = False,
     result_paths = (dbg.safe_result_paths(n_out) if dbg is not None else (None,) * n_out)
     jaxpr = jaxpr.replace(debug_info=JaxprDebugInfo(
         dbg.traced_for if dbg is not None else transform,
-        _wrap_src(dbg.func_src_info if dbg is not None else None, "jvp"),
+        _si.wrap_func_src(dbg.func_src_info if dbg is not None else None, "jvp"),
         tuple(tangent_name(n) for n in arg_names),
         tuple(tangent_name(p) for p in result_paths)))
     core.maybe_validate(jaxpr)
@@ -640,7 +608,6 @@ def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, which_linear: Sequence[bool]) -> 
     inputs`` (instantiated). Names: ``cotangent(result)`` for the cotangent
     inputs, ``cotangent(x)`` for the outputs; ``transpose(f)`` in
     ``func_src_info``."""
-    from lamina_tracing_core import partial_eval as pe
     which_linear = [bool(w) for w in which_linear]
     jaxpr = closed_jaxpr.jaxpr
     in_avals = closed_jaxpr.in_avals
@@ -657,12 +624,11 @@ def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, which_linear: Sequence[bool]) -> 
         return [instantiate_zeros(ct) if type(ct) is Zero else ct
                 for ct, lin in zip(arg_cts, which_linear) if lin]
 
-    from lamina_linear_util.linear_util import wrap_init
     dbg = jaxpr.debug_info
     out_dbg = None
     if dbg is not None:
         out_dbg = JaxprDebugInfo(
-            dbg.traced_for, _wrap_src(dbg.func_src_info, "transpose"),
+            dbg.traced_for, _si.wrap_func_src(dbg.func_src_info, "transpose"),
             tuple(n for n, lin in zip(dbg.arg_names, which_linear) if not lin)
             + tuple(cotangent_name(p) for p in dbg.result_paths),
             tuple(cotangent_name(n) for n, lin in zip(dbg.arg_names, which_linear) if lin))
@@ -696,9 +662,7 @@ def map_transpose(primitive: Primitive, cts: Sequence[Any], *invals: Any,
     """The transpose of a map-primitive equation (``call_jaxpr``, ``in_axes``,
     ``out_axes``): rebinds the map over the transposed body. Cotangents of
     unmapped (``in_axes`` None) inputs are summed over the mapped axis."""
-    from lamina_linear_util.linear_util import transformation_with_aux, wrap_init
 
-    from lamina_tracing_core import partial_eval as pe
     call_jaxpr: Jaxpr = params["call_jaxpr"]
     in_axes = tuple(params["in_axes"])
     out_axes = tuple(params["out_axes"])
@@ -718,7 +682,7 @@ def map_transpose(primitive: Primitive, cts: Sequence[Any], *invals: Any,
     fun = wrap_init(body, debug_info=pe.tracing_debug_info_of(
         JaxprDebugInfo(
             dbg.traced_for if dbg else primitive.name,
-            _wrap_src(dbg.func_src_info if dbg else None, "transpose"),
+            _si.wrap_func_src(dbg.func_src_info if dbg else None, "transpose"),
             tuple(n for n, u in zip(dbg.arg_names, undefined) if not u)
             + tuple(cotangent_name(p) for p, nz in zip(dbg.result_paths, nz_cts) if nz),
             tuple(cotangent_name(n) for n, u in zip(dbg.arg_names, undefined) if u))
@@ -752,8 +716,7 @@ def map_transpose(primitive: Primitive, cts: Sequence[Any], *invals: Any,
             continue
         ct = next(outs)
         if ax is None:
-            from lamina_tracing_core.lax import reductions
-            ct = reductions.reduce_sum(ct, (0,))
+            ct = reduce_sum(ct, (0,))
         results.append(ct)
     return results
 
@@ -795,36 +758,3 @@ def _custom_lin_transpose(cts_out: Sequence[Any], *invals: Any, num_res: int, bw
 custom_lin_p.def_abstract_eval(_custom_lin_abstract_eval)
 custom_lin_p.def_impl(_custom_lin_impl)
 custom_lin_p.def_transpose(_custom_lin_transpose)
-
-
-# --- rules of add_any (the tangent adder) ---------------------------------------------------
-def _add_jaxvals_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
-    x, y = primals
-    return add_jaxvals_p.bind(x, y), add_tangents(*tangents)
-
-
-def _add_jaxvals_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    return [ct, ct]
-
-
-jvp_rules[add_jaxvals_p] = _add_jaxvals_jvp
-transpose_rules[add_jaxvals_p] = _add_jaxvals_transpose
-
-
-def _add_jaxvals_batch(args: Sequence[Any], dims: Sequence[int | None]) -> tuple[Any, Any]:
-    from lamina_tracing_core import batching
-    x, y = args
-    dx, dy = dims
-    if dx == dy:
-        return add_jaxvals_p.bind(x, y), dx
-    size = next(get_aval(a).shape[d] for a, d in zip(args, dims) if d is not None)
-    x = batching.bdim_at_front(x, dx, size)
-    y = batching.bdim_at_front(y, dy, size)
-    return add_jaxvals_p.bind(x, y), 0
-
-
-batching_rules[add_jaxvals_p] = _add_jaxvals_batch
-
-
-def zeros_like_jaxval(x: Any) -> Any:
-    return zeros_like_aval(get_aval(x))

@@ -24,6 +24,9 @@ from lamina_tracing_core.ad_util import (Zero, instantiate_zeros, staging, tange
                                          typed_array)
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
+from lamina_tracing_core.lax.common import const
+from lamina_tracing_core.lax import convert, structural, elementwise
+from lamina_linear_util.debug_info import TracingDebugInfo
 
 __all__ = [
     "ShapeDtypeStruct", "eval_jaxpr", "grad", "hessian", "jacfwd", "jacrev", "jvp",
@@ -62,12 +65,6 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
-def _aval_of(x: Any) -> ShapedArray:
-    if isinstance(x, core.Tracer):
-        return x.aval
-    return get_aval(x)
-
-
 _HOST_VALUES = (bool, int, float, complex, np.ndarray, np.generic)
 
 
@@ -80,7 +77,7 @@ def _gradient_leaf(ct: Any, primal: Any) -> Any:
     into values itself."""
     if not isinstance(ct, _HOST_VALUES) or staging():
         return ct
-    aval = tangent_aval(_aval_of(primal))
+    aval = tangent_aval(get_aval(primal))
     if aval.dtype == dtypes.float0:
         return ct
     return typed_array(ct, aval)
@@ -122,7 +119,7 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
             dyn_args = tuple(args)
         args_flat, in_tree = tu.tree_flatten((dyn_args, kwargs))
         flat_fun, out_tree = api_util.flatten_fun(f, in_tree)
-        in_avals = [_aval_of(x) for x in args_flat]
+        in_avals = [get_aval(x) for x in args_flat]
         with core.extend_axis_env_nd(list(axis_env or ())):
             jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
         closed = ClosedJaxpr(jaxpr, consts)
@@ -156,7 +153,7 @@ def _check_jvp_args(primals: Any, tangents: Any) -> tuple[list[Any], list[Any], 
     names = _flat_arg_names(primals)
     out_tangents: list[Any] = []
     for name, p, t in zip(names, primals_flat, tangents_flat):
-        p_aval, t_aval = _aval_of(p), _aval_of(t)
+        p_aval, t_aval = get_aval(p), get_aval(t)
         if p_aval.shape != t_aval.shape:
             raise ValueError("jvp called with different primal and tangent shapes;"
                              f"Got primal shape {p_aval.shape} and tangent shape as "
@@ -220,7 +217,7 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
         flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
         lin = ad.linearize(flat_fun, primals_flat)
         out_tree = out_tree_thunk()
-    in_avals = [tangent_aval(_aval_of(p)) for p in primals_flat]
+    in_avals = [tangent_aval(get_aval(p)) for p in primals_flat]
     jaxpr, consts = lin.jaxpr, lin.consts
 
     def f_jvp(*tangents: Any) -> Any:
@@ -229,7 +226,7 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
             raise TypeError(f"linearized function called on tangents with tree structure "
                             f"{tree}, expected {in_tree}")
         for t, aval in zip(tangents_flat, in_avals):
-            t_aval = _aval_of(t)
+            t_aval = get_aval(t)
             if t_aval.shape != aval.shape:
                 raise ValueError(f"linearized function called with tangent of shape "
                                  f"{t_aval.shape}, expected {aval.shape}")
@@ -262,8 +259,8 @@ def _vjp(f: WrappedFun, primals: Sequence[Any], *, has_aux: bool) -> Any:
         flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
         out_primals, vjp_flat, _ = ad.vjp(flat_fun, primals_flat)
         out_tree = out_tree_thunk()
-    out_avals = [_aval_of(o) for o in out_primals]
-    primal_avals = [_aval_of(p) for p in primals_flat]
+    out_avals = [get_aval(o) for o in out_primals]
+    primal_avals = [get_aval(p) for p in primals_flat]
 
     def vjp_fn(cotangents: Any) -> tuple[Any, ...]:
         cts_flat, ct_tree = tu.tree_flatten(cotangents)
@@ -272,7 +269,7 @@ def _vjp(f: WrappedFun, primals: Sequence[Any], *, has_aux: bool) -> Any:
                              f"structure of primal output {out_tree}.")
         checked = []
         for ct, aval in zip(cts_flat, out_avals):
-            ct_aval = _aval_of(ct)
+            ct_aval = get_aval(ct)
             want = tangent_aval(aval)
             if ct_aval.shape != aval.shape:
                 raise ValueError(f"Shape of cotangent input to vjp pullback function "
@@ -304,7 +301,7 @@ def _fix_ct_dtype(ct: Any, aval: ShapedArray) -> Any:
 # --- grad --------------------------------------------------------------------------------------
 def _check_input_dtype_grad(holomorphic: bool, allow_int: bool, name: str | None,
                             x: Any) -> None:
-    aval = _aval_of(x)
+    aval = get_aval(x)
     dt = aval.dtype
     where = f" (argument {name})" if name else ""
     if holomorphic and not dtypes.is_complex(dt):
@@ -318,7 +315,7 @@ def _check_input_dtype_grad(holomorphic: bool, allow_int: bool, name: str | None
 
 
 def _check_output_dtype_grad(holomorphic: bool, x: Any) -> None:
-    dt = _aval_of(x).dtype
+    dt = get_aval(x).dtype
     if holomorphic:
         if not dtypes.is_complex(dt):
             raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
@@ -338,7 +335,7 @@ def _check_output_dtype_grad(holomorphic: bool, x: Any) -> None:
 def _check_scalar(x: Any, fun_name: str) -> None:
     msg = "Gradient only defined for scalar-output functions. Output {}."
     try:
-        aval = _aval_of(x)
+        aval = get_aval(x)
     except TypeError as e:
         raise TypeError(msg.format(f"was {x}")) from e
     if aval.shape != ():
@@ -433,8 +430,7 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
         _check_output_dtype_grad(holomorphic, ans)
         # the seed 1 in the output's type: weak for a weak output (a Python
         # scalar), as in JAX, so the gradient promotes like the input did
-        from lamina_tracing_core.lax.common import const
-        g = vjp_py(const(_aval_of(ans), 1))
+        g = vjp_py(const(get_aval(ans), 1))
         g = tu.tree_map(_gradient_leaf, g, dyn_args)
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
@@ -447,7 +443,6 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
 # --- Jacobians -----------------------------------------------------------------------------------
 def _std_basis(flat_avals: Sequence[ShapedArray], dtype: Any) -> list[np.ndarray[Any, Any]]:
     """One basis matrix per input: identity rows split by input, reshaped."""
-    from lamina_tracing_core.lax import convert
     sizes = [a.size for a in flat_avals]
     total = sum(sizes)
     eye = np.eye(total, dtype=dtype)
@@ -470,7 +465,6 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
            holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by forward mode (one JVP per input element,
     vmapped). Output ``[out..., in...]``."""
-    from lamina_tracing_core.lax import structural
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
@@ -480,7 +474,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         for i, leaf in enumerate(leaves):
             _check_input_dtype_jac(holomorphic, names[i] if i < len(names) else None, leaf,
                                    "jacfwd")
-        avals = [_aval_of(x) for x in leaves]
+        avals = [get_aval(x) for x in leaves]
         basis = _std_basis(avals, _jac_dtype(avals, holomorphic))
         if has_aux:
             flat_fun, trees = api_util.flatten_fun_nokwargs2(f, in_tree)
@@ -510,7 +504,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         ys, jac_cols = outs[:n_all], outs[n_all:]
         jacs = []
         for y, col in zip(ys[:n], jac_cols[:n]):
-            y_aval = _aval_of(y)
+            y_aval = get_aval(y)
             pieces = [_like(p, y_aval) for p in _split_last(col, avals, y_aval.shape, structural)]
             tree = tu.tree_unflatten(in_tree, pieces)
             jacs.append(tree[0] if isinstance(argnums, int) else tree)
@@ -530,12 +524,11 @@ def _basis_debug_info(f: WrappedFun) -> Any:
     dbg = f.debug_info
     if dbg is None:
         return None
-    from lamina_linear_util.debug_info import TracingDebugInfo
     return TracingDebugInfo(dbg.traced_for, dbg.func_src_info, (), None)
 
 
 def _check_input_dtype_jac(holomorphic: bool, name: str | None, x: Any, api: str) -> None:
-    dt = _aval_of(x).dtype
+    dt = get_aval(x).dtype
     where = f" (argument {name})" if name else ""
     if holomorphic and not dtypes.is_complex(dt):
         raise TypeError(f"{api} with holomorphic=True requires inputs with complex dtype, "
@@ -551,8 +544,7 @@ def _like(block: Any, example: ShapedArray) -> Any:
     """A Jacobian block in the dtype and weak type of ``example`` (jacfwd: the
     output; jacrev: the input), as in JAX: the basis has the common dtype of
     all of them, and a real ``example`` keeps only the real part."""
-    from lamina_tracing_core.lax import convert, elementwise
-    if dtypes.is_complex(_aval_of(block).dtype) and not dtypes.is_complex(example.dtype):
+    if dtypes.is_complex(get_aval(block).dtype) and not dtypes.is_complex(example.dtype):
         block = elementwise.real(block)
     return convert.convert_element_type_internal(block, example.dtype, example.weak_type)
 
@@ -577,7 +569,6 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
            holomorphic: bool = False, allow_int: bool = False) -> Callable[..., Any]:
     """The Jacobian of ``fun`` by reverse mode (one VJP per output element,
     vmapped). Output ``[out..., in...]``."""
-    from lamina_tracing_core.lax import structural
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
@@ -596,8 +587,8 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
             flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
             out_flat, vjp_flat, _ = ad.vjp(flat_fun, leaves)
             out_tree = out_tree_thunk()
-        out_avals = [_aval_of(y) for y in out_flat]
-        in_avals = [_aval_of(x) for x in leaves]
+        out_avals = [get_aval(y) for y in out_flat]
+        in_avals = [get_aval(x) for x in leaves]
         basis = _std_basis(out_avals, _jac_dtype(out_avals, holomorphic))
         total = sum(a.size for a in out_avals)
         pull = wrap_init(lambda *cts: vjp_flat(*cts), debug_info=_basis_debug_info(f))
@@ -673,7 +664,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
                                         tupled_args=True)
         names = f.debug_info.arg_names if f.debug_info is not None else ()
         size = _mapped_axis_size(fun, args_flat, in_dims, names, axis_size)
-        in_dims = [None if d is None else int(d) % max(_aval_of(x).ndim, 1)
+        in_dims = [None if d is None else int(d) % max(get_aval(x).ndim, 1)
                    for x, d in zip(args_flat, in_dims)]
         flat_fun, out_tree = api_util.flatten_fun(f, in_tree)
 
@@ -700,7 +691,7 @@ def _mapped_axis_size(fun: Callable[..., Any], args_flat: Sequence[Any],
     for i, (x, d) in enumerate(zip(args_flat, in_dims)):
         if d is None:
             continue
-        aval = _aval_of(x)
+        aval = get_aval(x)
         given = names[i] if i < len(names) else None
         name = given if given is not None else f"args[{i}]"
         if not -aval.ndim <= d < aval.ndim:

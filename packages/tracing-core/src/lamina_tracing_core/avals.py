@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -171,9 +172,38 @@ def get_aval(x: Any) -> ShapedArray:
     raise InvalidInputError(f"{x!r} of type {type(x).__name__} is not a valid lamina type")
 
 
+def dtype_of(x: Any) -> np.dtype[Any]:
+    """The dtype of any array-like value (``get_aval(x).dtype``)."""
+    return get_aval(x).dtype
+
+
 def is_array_like(x: Any) -> bool:
     try:
         get_aval(x)
     except (InvalidInputError, TypeError):
         return False
     return True
+
+
+def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
+    """A shape given by the user as a tuple of non-negative ints."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        out = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        what = f"{context} " if context else ""
+        raise TypeError(f"{what}shapes must be 1D sequences of concrete values of integer "
+                        f"type, got {shape!r}.") from None
+    if any(d < 0 for d in out):
+        what = f"{context}: " if context else ""
+        raise TypeError(f"{what}shape dimensions must be non-negative, got {out}")
+    return out
+
+
+def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
+    """``axis`` in ``[0, ndim)``, counting negative axes from the end."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
+    return axis + ndim if axis < 0 else axis

@@ -19,18 +19,24 @@ Rule conventions:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import lamina_tracing_core.core as core
 from lamina_tracing_core import source_info as _si
-from lamina_tracing_core.ad_util import Zero
+from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core.base_primitives import (  # re-exported: batching.moveaxis etc.
+    bdim_at_front as bdim_at_front,
+    broadcast_batch as broadcast_batch,
+    moveaxis as moveaxis,
+    reduce_sum,
+)
+from lamina_tracing_core.symbolic import Zero
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import MainTrace, Trace, Tracer
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 from lamina_tracing_core.primitives import MissingRuleError, Primitive, batching_rules
-
-if TYPE_CHECKING:
-    from lamina_linear_util.linear_util import WrappedFun
+from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init, transformation
+from lamina_linear_util.errors import StoreError
 
 #: The batch dim of an unbatched value.
 not_mapped = None
@@ -54,39 +60,6 @@ class AxisData:
 fancy_primitive_batchers: dict[Primitive, Callable[..., Any]] = {}
 
 
-def _structural() -> Any:
-    from lamina_tracing_core.lax import structural
-    return structural
-
-
-def moveaxis(x: Any, src: int, dst: int) -> Any:
-    """``x`` with axis ``src`` moved to position ``dst`` (negative allowed)."""
-    ndim = get_aval(x).ndim
-    src, dst = src % ndim, dst % ndim
-    if src == dst:
-        return x
-    perm = [i for i in range(ndim) if i != src]
-    perm.insert(dst, src)
-    return _structural().transpose(x, tuple(perm))
-
-
-def broadcast(x: Any, size: int, axis: int) -> Any:
-    """An unbatched ``x`` given a new axis of ``size`` at position ``axis``."""
-    aval = get_aval(x)
-    shape = list(aval.shape)
-    axis = axis % (len(shape) + 1)
-    dims = tuple(i if i < axis else i + 1 for i in range(len(shape)))
-    shape.insert(axis, size)
-    return _structural().broadcast_in_dim(x, tuple(shape), dims)
-
-
-def bdim_at_front(x: Any, bdim: int | None, size: int) -> Any:
-    """``x`` with its batch dim first; an unbatched ``x`` is broadcast."""
-    if bdim is not_mapped:
-        return broadcast(x, size, 0)
-    return moveaxis(x, bdim, 0)
-
-
 def matchaxis(src: int | None, dst: int | None, x: Any, size: int) -> Any:
     """``x`` (batched at ``src``) with its batch dim at ``dst``: moved,
     broadcast when unbatched, or an error when ``dst`` is unbatched but ``x``
@@ -94,7 +67,7 @@ def matchaxis(src: int | None, dst: int | None, x: Any, size: int) -> Any:
     if src == dst:
         return x
     if src is not_mapped:
-        return broadcast(x, size, dst)  # type: ignore[arg-type]
+        return broadcast_batch(x, size, dst)  # type: ignore[arg-type]
     if dst is not_mapped:
         raise ValueError(f"cannot unbatch a value batched along axis {src}")
     return moveaxis(x, src, dst)
@@ -266,7 +239,6 @@ class BatchTrace(Trace):
 
 
 def _first_filled(*thunks: Callable[[], Any]) -> list[Any]:
-    from lamina_linear_util.errors import StoreError
     for i, thunk in enumerate(thunks):
         try:
             dims = list(thunk())
@@ -296,7 +268,6 @@ def batch_subtrace(fun: WrappedFun, main: MainTrace, in_dims: Sequence[int | Non
                    ) -> tuple[WrappedFun, Callable[[], tuple[int | None, ...]]]:
     """``fun`` on batched values (batch dims ``in_dims``) under the existing
     BatchTrace ``main``; the thunk gives the output batch dims."""
-    from lamina_linear_util.linear_util import transformation_with_aux
     new_fun, out_dims = transformation_with_aux(_batch_subtrace, fun, main, tuple(in_dims))
     return _with_vmap_name(new_fun, fun), out_dims
 
@@ -305,8 +276,7 @@ def _with_vmap_name(new_fun: WrappedFun, fun: WrappedFun) -> WrappedFun:
     dbg = fun.debug_info
     if dbg is None:
         return new_fun
-    from lamina_tracing_core.ad import _wrap_src
-    return new_fun.replace_debug_info(dbg.replace(func_src_info=_wrap_src(dbg.func_src_info,
+    return new_fun.replace_debug_info(dbg.replace(func_src_info=_si.wrap_func_src(dbg.func_src_info,
                                                                           "vmap")))
 
 
@@ -340,7 +310,7 @@ def _batch_custom_jvp(inner: Callable[..., Any], store: Any, main: MainTrace,
         tt = trace.full_raise(t)
         if tt.batch_dim != out_dims[i]:
             if out_dims[i] is None:  # the primal is unbatched but its tangent is not
-                out_vals[i] = broadcast(out_vals[i], size, tt.batch_dim)
+                out_vals[i] = broadcast_batch(out_vals[i], size, tt.batch_dim)
                 out_dims[i] = tt.batch_dim
                 tangent_vals.append(tt.val)
             else:
@@ -356,7 +326,6 @@ def batch_custom_jvp_subtrace(jvp: WrappedFun, main: MainTrace, in_dims: Sequenc
     """A custom JVP function (``(*primals, *tangents) -> [*primals_out,
     *tangents_out]``) batched with the primals' dims (tangents alike); each
     output tangent is moved to its primal's batch dim."""
-    from lamina_linear_util.linear_util import transformation_with_aux
     new_fun, out_dims = transformation_with_aux(_batch_custom_jvp, jvp, main, tuple(in_dims))
     return _with_vmap_name(new_fun, jvp), out_dims
 
@@ -368,7 +337,6 @@ def batch_custom_vjp_bwd(bwd: Any, axis_data: AxisData,
     freshly vmapped function: its inputs batched at ``in_dims()``, its
     outputs moved to the primal inputs' dims (summed where those are not
     batched)."""
-    from lamina_linear_util.linear_util import wrap_init
 
     def new_bwd(*args: Any) -> list[Any]:
         dims = list(in_dims())
@@ -409,8 +377,7 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
             val, d = t.val, t.batch_dim
             if dest is None and d is not None:
                 if sum_unbatched:
-                    from lamina_tracing_core.lax import reductions
-                    val = reductions.reduce_sum(val, (d,))
+                    val = reduce_sum(val, (d,))
                     results.append(val)
                     continue
                 raise ValueError(_mapped_output_error(debug_info, i, axis_data))
@@ -458,7 +425,6 @@ def batch_fun(fun: WrappedFun, axis_data: AxisData, in_dims: Sequence[int | None
     """``fun`` vmapped along ``axis_data`` (a WrappedFun -> WrappedFun
     transformation; names unchanged, ``vmap(f)`` recorded in the debug info
     and in the name stack of the equations it traces)."""
-    from lamina_linear_util.linear_util import transformation
     new_fun = transformation(_vmap_outer, fun, axis_data, tuple(in_dims), out_dim_dests,
                              sum_unbatched, fun.debug_info)
     return _with_vmap_name(new_fun, fun)
@@ -473,9 +439,7 @@ def batch_jaxpr(closed_jaxpr: ClosedJaxpr, axis_size: int | AxisData,
     outputs batched at 0 where batched or where ``instantiate`` says; returns
     it and which outputs are batched. Names unchanged; ``vmap(f)`` recorded.
     ``axis_size`` may be an ``AxisData`` (name and spmd name included)."""
-    from lamina_linear_util.linear_util import wrap_init
 
-    from lamina_tracing_core import partial_eval as pe
     axis_data = (axis_size if isinstance(axis_size, AxisData)
                  else AxisData(axis_name, int(axis_size), spmd_axis_name))
     in_batched = [bool(b) for b in in_batched]
@@ -505,8 +469,7 @@ def batch_jaxpr(closed_jaxpr: ClosedJaxpr, axis_size: int | AxisData,
                 for a, b in zip(closed_jaxpr.in_avals, in_batched)]
     out_dbg = None
     if dbg is not None:
-        from lamina_tracing_core.ad import _wrap_src
-        out_dbg = dbg.replace(func_src_info=_wrap_src(dbg.func_src_info, "vmap"))
+            out_dbg = dbg.replace(func_src_info=_si.wrap_func_src(dbg.func_src_info, "vmap"))
     jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(wrap_init(batched), in_avals,
                                                  debug_info=out_dbg)
     out = ClosedJaxpr(jaxpr, consts)

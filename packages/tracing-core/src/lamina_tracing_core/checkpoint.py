@@ -35,9 +35,8 @@ from lamina_linear_util.linear_util import wrap_init
 from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
-    aval_of,
     long_type_str,
     retrace,
     split_list,
@@ -127,7 +126,7 @@ def checkpoint(fun: Callable[..., Any], prevent_cse: bool = True,
         args_flat, in_tree = tu.tree_flatten((dyn_args, kwargs))
         wrapped, _ = api_util.result_paths(wrap_init(call, debug_info=dbg))
         flat_fun, out_tree = api_util.flatten_fun(wrapped, in_tree)
-        jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [aval_of(x) for x in args_flat])
+        jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [get_aval(x) for x in args_flat])
         jaxpr = pe.convert_constvars_jaxpr(jaxpr)
         outs = remat_p.bind(*consts, *args_flat, jaxpr=jaxpr, prevent_cse=bool(prevent_cse),
                             differentiated=False, policy=policy)
@@ -180,7 +179,7 @@ def _remat_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, jaxpr: Jaxpr,
                         prevent_cse=prevent_cse, differentiated=differentiated, policy=policy)
     n = len(out_nz)
     primals_out, nz_out = outs[:n], iter(outs[n:])
-    tangents_out = [next(nz_out) if nz else Zero(tangent_aval(aval_of(p)))
+    tangents_out = [next(nz_out) if nz else Zero(tangent_aval(get_aval(p)))
                     for p, nz in zip(primals_out, out_nz)]
     return list(primals_out), tangents_out
 

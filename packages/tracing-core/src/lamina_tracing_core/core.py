@@ -36,12 +36,14 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from lamina_tracing_core import dtypes
 from lamina_tracing_core import errors as _errors
+from lamina_tracing_core.array_methods import ArrayMethods
+from lamina_tracing_core import primitives as _primitives
 from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, aval_handlers, get_aval
 from lamina_tracing_core.effects import (
@@ -79,8 +81,8 @@ from lamina_tracing_core.primitives import (
     impl_rules,
 )
 
-if TYPE_CHECKING:
-    from lamina_linear_util.linear_util import WrappedFun
+from lamina_linear_util.debug_info import TracingDebugInfo
+from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
 
 __all__ = [
     "AxisFrame", "ClosedJaxpr", "ConcretizationTypeError", "EvalTrace", "Jaxpr",
@@ -90,7 +92,8 @@ __all__ = [
     "check_eager_inputs", "check_jaxpr", "concrete_or_error", "config", "eqn_effects",
     "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
     "impls_checking_inputs", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
-    "new_main", "staging_hooks", "unmapped_aval",
+    "new_main", "staging", "staging_hooks", "tracing_debug_info_of", "unmapped_aval",
+    "wrapped_fun_of_jaxpr",
 ]
 
 
@@ -314,17 +317,7 @@ class Trace:
             f"{type(self).__name__} does not support {primitive.name}")
 
 
-try:  # the operator mixin is written by the lax layer; tracers inherit it
-    from lamina_tracing_core.array_methods import ArrayMethods as _ArrayMethodsBase
-except ModuleNotFoundError as _e:  # pragma: no cover - only before lax exists
-    if _e.name != "lamina_tracing_core.array_methods":
-        raise
-
-    class _ArrayMethodsBase:  # type: ignore[no-redef]
-        __slots__ = ()
-
-
-class Tracer(_ArrayMethodsBase):
+class Tracer(ArrayMethods):
     """A value being transformed: it has an ``aval`` and belongs to a Trace.
 
     Operators and array methods come from ``array_methods.ArrayMethods``.
@@ -553,6 +546,14 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
     return out.full_lower() if isinstance(out, Tracer) else out
 
 
+_primitives.set_bind(bind)
+
+
+def staging() -> bool:
+    """True while some trace stages equations (jit, make_jaxpr, a pmap body)."""
+    return _state.dynamic.level > 0 or not isinstance(_state.dynamic.trace, EvalTrace)
+
+
 # --- abstract evaluation, memoized -------------------------------------------------------
 #: Primitives whose abstract-evaluation rule is a pure function of the input
 #: avals and the params (it reads no axis environment and no configuration but
@@ -645,9 +646,10 @@ def check_eager_inputs(primitive: Primitive, args: Sequence[Any], params: dict[s
 
 
 class EvalTrace(Trace):
-    """The bottom of the stack: runs primitives eagerly with ``impl_rules``,
-    after checking the inputs with the abstract-evaluation rule (unless the
-    impl does, see ``impls_checking_inputs``)."""
+    """The bottom of the stack: runs primitives eagerly with ``impl_rules``, or
+    ``primitives.default_impl`` for a primitive without one, after checking the
+    inputs with the abstract-evaluation rule (unless the impl does, see
+    ``impls_checking_inputs`` and ``primitives.set_default_impl``)."""
 
     __slots__ = ()
 
@@ -659,16 +661,22 @@ class EvalTrace(Trace):
 
     def process_primitive(self, primitive: Primitive, tracers: list[Any],
                           params: dict[str, Any]) -> Any:
-        if primitive not in impls_checking_inputs:
-            check_eager_inputs(primitive, tracers, params)
         impl = impl_rules.get(primitive)
-        if impl is None:
+        if impl is not None:
+            if primitive not in impls_checking_inputs:
+                check_eager_inputs(primitive, tracers, params)
+            return impl(*tracers, **params)
+        default = _primitives.default_impl
+        if default is None:
+            check_eager_inputs(primitive, tracers, params)  # bad input: the rule's error first
             raise MissingRuleError(
                 f"primitive {primitive.name} has no impl rule, so it cannot run eagerly: "
-                f"the runtime layer (lamina_interpreters_pxla) registers impl rules when "
+                f"the runtime layer (lamina_interpreters_pxla) sets the default impl when "
                 f"it is imported; import it, or evaluate under a transformation that "
                 f"stages (jit, make_jaxpr)")
-        return impl(*tracers, **params)
+        if not _primitives.default_impl_checks_inputs:
+            check_eager_inputs(primitive, tracers, params)
+        return default(primitive, *tracers, **params)
 
     def process_map(self, primitive: MapPrimitive, fun: WrappedFun, tracers: list[Any],
                     params: dict[str, Any]) -> list[Any]:
@@ -809,11 +817,10 @@ class MapPrimitive(Primitive):
         return outs
 
     def get_bind_params(self, params: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-        from lamina_tracing_core import partial_eval as pe
         new_params = dict(params)
         call_jaxpr: Jaxpr = new_params.pop("call_jaxpr")
         out_axes = tuple(new_params.pop("out_axes"))
-        fun = pe.wrapped_fun_of_jaxpr(ClosedJaxpr(call_jaxpr, ()), traced_for=self.name)
+        fun = wrapped_fun_of_jaxpr(ClosedJaxpr(call_jaxpr, ()), traced_for=self.name)
         new_params["out_axes_thunk"] = _const_thunk(out_axes)
         return [fun], new_params
 
@@ -837,7 +844,6 @@ def _env_traces(inner: Callable[..., Any], store: Any, primitive: MapPrimitive, 
 
 def _process_env_traces(fun: WrappedFun, primitive: MapPrimitive, level: int,
                         params: dict[str, Any]) -> tuple[WrappedFun, Callable[[], Any]]:
-    from lamina_linear_util.linear_util import transformation_with_aux
     key = tuple(sorted(params.items(), key=lambda kv: kv[0]))
     new_fun, todos = transformation_with_aux(_env_traces, fun, primitive, level, key)
     return new_fun.replace_debug_info(fun.debug_info), todos
@@ -993,6 +999,23 @@ def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable[..., list[Any]]:
     return fun
 
 
+def tracing_debug_info_of(dbg: JaxprDebugInfo | None) -> TracingDebugInfo | None:
+    """The linear-util ``TracingDebugInfo`` carrying a jaxpr's names."""
+    if dbg is None:
+        return None
+    return TracingDebugInfo(dbg.traced_for, dbg.func_src_info, tuple(dbg.arg_names),
+                            tuple(dbg.result_paths))
+
+
+def wrapped_fun_of_jaxpr(closed_jaxpr: ClosedJaxpr, *, traced_for: str | None = None
+                         ) -> WrappedFun:
+    """A ``WrappedFun`` evaluating ``closed_jaxpr`` with its names as debug info."""
+    dbg = closed_jaxpr.jaxpr.debug_info
+    if dbg is not None and traced_for is not None and dbg.traced_for != traced_for:
+        dbg = dbg.replace(traced_for=traced_for)
+    return wrap_init(jaxpr_as_fun(closed_jaxpr), debug_info=tracing_debug_info_of(dbg))
+
+
 # --- type checking jaxprs --------------------------------------------------------------------------
 def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
     """Type-checks a jaxpr: every operand is a variable or a literal; each
@@ -1105,15 +1128,6 @@ def _check_eqn_types(eqn: JaxprEqn, where: str) -> None:
 
 
 # --- small shared helpers ---------------------------------------------------------------------
-def typeof(x: Any) -> ShapedArray:
-    """The aval of a value or tracer (never a concrete aval)."""
-    return get_aval(x)
-
-
-def dtype_of(x: Any) -> np.dtype[Any]:
-    return get_aval(x).dtype
-
-
 def primal_dtype_to_tangent_dtype(dtype: Any) -> np.dtype[Any]:
     dt: np.dtype[Any] = np.dtype(dtype)
     if dtypes.is_inexact(dt) or dt == dtypes.float0:

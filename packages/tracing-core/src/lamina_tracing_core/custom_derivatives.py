@@ -43,11 +43,12 @@ from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, 
 from lamina_tracing_core import core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, add_tangents, tangent_aval, zeros_like_aval
-from lamina_tracing_core.avals import ShapedArray, is_array_like
-from lamina_tracing_core.control_flow.common import aval_of, eval_closed, long_type_str, typematch
+from lamina_tracing_core.avals import ShapedArray, get_aval, is_array_like
+from lamina_tracing_core.control_flow.common import eval_closed, long_type_str, typematch
 from lamina_tracing_core.errors import UnexpectedTracerError
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 from lamina_tracing_core.primitives import Primitive, abstract_eval_rules
+from lamina_tracing_core.lax import convert
 
 __all__ = [
     "CustomVJPPrimal", "SymbolicZero", "custom_jvp", "custom_jvp_call_p", "custom_vjp",
@@ -231,7 +232,7 @@ def _lift_jvp(num_consts: int, thunk: _JVPJaxprThunk) -> WrappedFun:
         nz = [t for t in tangents if type(t) is not Zero]
         outs = eval_closed(jaxpr, *primals, *nz)
         primals_out, nz_out = outs[:len(out_zeros)], iter(outs[len(out_zeros):])
-        tangents_out = [Zero(tangent_aval(aval_of(p))) if z else next(nz_out)
+        tangents_out = [Zero(tangent_aval(get_aval(p))) if z else next(nz_out)
                         for p, z in zip(primals_out, out_zeros)]
         return list(primals_out) + tangents_out
     return wrap_init(jvp, debug_info=thunk.rule.debug_info)
@@ -348,7 +349,6 @@ def _resolve_kwargs(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
 
 
 def _stop_gradient_arrays(x: Any) -> Any:
-    from lamina_tracing_core.lax import convert
 
     def leaf(v: Any) -> Any:
         return convert.stop_gradient(v) if is_array_like(v) else v
@@ -394,7 +394,7 @@ def _flatten_jvp(inner: Callable[..., Any], store: Any, primal_name: str, jvp_na
         raise TypeError(f"Custom JVP rule {jvp_name} for function {primal_name} must produce "
                         f"primal and tangent outputs with equal container (pytree) structures, "
                         f"but got {out_tree} and {out_tree2} respectively.")
-    primal_avals = [aval_of(x) for x in primals_out]
+    primal_avals = [get_aval(x) for x in primals_out]
     try:
         expected_tree, expected_avals = primal_out()
     except StoreError:
@@ -403,7 +403,7 @@ def _flatten_jvp(inner: Callable[..., Any], store: Any, primal_name: str, jvp_na
         _check_rule_primal_out("JVP", "jvp", jvp_name, primal_name, out_tree, primal_avals,
                                expected_tree, expected_avals)
     expected = [tangent_aval(a) for a in primal_avals]
-    got = [t.aval.strip_weak_type() if type(t) is Zero else aval_of(t).strip_weak_type()
+    got = [t.aval.strip_weak_type() if type(t) is Zero else get_aval(t).strip_weak_type()
            for t in tangents_out]
     if not all(map(typematch, expected, got)):
         if len(expected) == 1:
@@ -525,7 +525,7 @@ class custom_jvp:
 def _out_type(inner: Callable[..., Any], store: Any, out_tree: Callable[[], Any],
               *args: Any) -> list[Any]:
     outs = list(inner(*args))
-    store.store((out_tree(), tuple(aval_of(o) for o in outs)))
+    store.store((out_tree(), tuple(get_aval(o) for o in outs)))
     return outs
 
 
@@ -587,7 +587,7 @@ def _flatten_fwd(inner: Callable[..., Any], store: Any, symbolic_zeros: bool, pr
             raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {primal_name} "
                             f"returned a residual of type {type(r).__name__}; residuals must "
                             f"be arrays (pytrees of arrays)")
-    avals = [aval_of(o) for o in outs]
+    avals = [get_aval(o) for o in outs]
     try:
         expected_tree, expected_avals = primal_out()
     except StoreError:
@@ -641,7 +641,7 @@ def _flatten_bwd(bwd: Callable[..., Any], in_tree: Any, in_avals: Sequence[Shape
             if ct is None or type(ct) is Zero:
                 results.append(zeros_like_aval(want) if ct is None else ct)
                 continue
-            got = aval_of(ct)
+            got = get_aval(ct)
             if not typematch(want, got):
                 raise ValueError(
                     "Custom VJP bwd rule must produce an output with the same type as the args "
@@ -722,7 +722,7 @@ class custom_vjp:
         else:
             dyn_args, fun, fwd, bwd = args, self.fun, user_fwd, user_bwd
         args_flat, in_tree = tu.tree_flatten(dyn_args)
-        in_avals = [aval_of(x) for x in args_flat]
+        in_avals = [get_aval(x) for x in args_flat]
         flat_fun, fun_out_tree = _flat_fun(fun, dbg, in_tree)
         flat_fun, fun_out_type = transformation_with_aux(_out_type, flat_fun, fun_out_tree,
                                                          use_eq_store=True)

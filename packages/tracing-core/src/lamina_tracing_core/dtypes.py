@@ -12,10 +12,13 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
+
+if TYPE_CHECKING:
+    from lamina_tracing_core.avals import ShapedArray
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -87,6 +90,17 @@ def default_float_dtype() -> np.dtype[Any]:
 
 def default_complex_dtype() -> np.dtype[Any]:
     return complex128 if x64_state.enabled else complex64
+
+
+def python_scalar_for(dtype: np.dtype[Any]) -> type | None:
+    """The Python scalar type whose weak aval has ``dtype`` (if any)."""
+    if dtype == default_int_dtype():
+        return int
+    if dtype == default_float_dtype():
+        return float
+    if dtype == default_complex_dtype():
+        return complex
+    return None
 
 
 def is_float0(dtype: Any) -> bool:
@@ -283,3 +297,57 @@ def check_user_dtype(dtype: Any, *, fun_name: str = "lamina") -> np.dtype[Any]:
     if not is_valid_array_dtype(dt):
         raise TypeError(f"{fun_name}: dtype {dt} is not a valid lamina array type")
     return canonicalize_dtype(dt)
+
+
+# --- dtype categories ----------------------------------------------------------
+BOOL: frozenset[np.dtype[Any]] = frozenset({bool_})
+SIGNED: frozenset[np.dtype[Any]] = frozenset({int8, int16, int32, int64})
+UNSIGNED: frozenset[np.dtype[Any]] = frozenset({uint8, uint16, uint32, uint64})
+INT: frozenset[np.dtype[Any]] = SIGNED | UNSIGNED
+FLOAT: frozenset[np.dtype[Any]] = frozenset({bfloat16, float16, float32, float64})
+COMPLEX: frozenset[np.dtype[Any]] = frozenset({complex64, complex128})
+INEXACT: frozenset[np.dtype[Any]] = FLOAT | COMPLEX
+NUM: frozenset[np.dtype[Any]] = INT | INEXACT
+ANY: frozenset[np.dtype[Any]] = NUM | BOOL
+ORDERED: frozenset[np.dtype[Any]] = INT | FLOAT | BOOL
+BOOL_OR_INT: frozenset[np.dtype[Any]] = INT | BOOL
+#: The element types ``complex`` accepts (XLA has no f16/bf16 complex).
+COMPLEX_ELEMENT: frozenset[np.dtype[Any]] = frozenset({float32, float64})
+
+_CATEGORY_NAMES: list[tuple[frozenset[np.dtype[Any]], str]] = [
+    (BOOL, "bool"), (SIGNED, "signedinteger"), (UNSIGNED, "unsignedinteger"),
+    (FLOAT, "floating"), (COMPLEX, "complexfloating")]
+
+
+def category_names(accepted: frozenset[np.dtype[Any]]) -> str:
+    """``floating, complexfloating``: how error messages name a category."""
+    names = []
+    rest = set(accepted)
+    if INT <= accepted:
+        names.append("integer")
+        rest -= INT
+    for cat, name in _CATEGORY_NAMES:
+        if cat <= rest:
+            names.append(name)
+            rest -= cat
+    names.extend(sorted(str(d) for d in rest))
+    return ", ".join(names)
+
+
+# --- checks --------------------------------------------------------------------
+_FLOAT0_MSG = ("float0s do not support any operations by design, because they are "
+               "not compatible with non-trivial vector spaces; if you did not expect "
+               "a float0 you may have taken a gradient with respect to an integer "
+               "argument")
+
+
+def check_dtype(name: str, aval: ShapedArray, accepted: frozenset[np.dtype[Any]],
+                position: int | None = None) -> None:
+    """Raises a TypeError naming ``name`` when ``aval``'s dtype is not accepted."""
+    if aval.dtype in accepted:
+        return
+    where = "" if position is None else f" at position {position}"
+    if aval.dtype == float0:
+        raise TypeError(f"{name} was called with a float0 argument{where}: {_FLOAT0_MSG}.")
+    raise TypeError(f"{name} does not accept dtype {aval.dtype.name}{where}. Accepted "
+                    f"dtypes{where} are subtypes of {category_names(accepted)}.")

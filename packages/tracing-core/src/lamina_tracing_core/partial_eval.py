@@ -34,14 +34,21 @@ Hooks for higher-order primitives (tables keyed by primitive):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from lamina_tracing_core import core
 from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.core import MainTrace, Trace, Tracer, escaped_tracer_error
+from lamina_tracing_core.core import (
+    MainTrace,
+    Trace,
+    Tracer,
+    escaped_tracer_error,
+    tracing_debug_info_of as tracing_debug_info_of,
+    wrapped_fun_of_jaxpr,
+)
 from lamina_tracing_core.effects import (
     Effects,
     NamedAxisEffect,
@@ -65,10 +72,8 @@ from lamina_tracing_core.primitives import (
     abstract_eval_rules,
     effect_rules,
 )
-
-if TYPE_CHECKING:
-    from lamina_linear_util.debug_info import TracingDebugInfo
-    from lamina_linear_util.linear_util import WrappedFun
+from lamina_linear_util.debug_info import TracingDebugInfo
+from lamina_linear_util.linear_util import WrappedFun, wrap_init, transformation_with_aux
 
 __all__ = [
     "DynamicJaxprTrace", "DynamicJaxprTracer", "JaxprTrace", "JaxprTracer", "PartialVal",
@@ -99,25 +104,6 @@ def jaxpr_debug_info(dbg: TracingDebugInfo | JaxprDebugInfo | None, n_in: int, n
         paths = dbg.result_paths if len(dbg.result_paths) == n_out else (None,) * n_out
         return JaxprDebugInfo(dbg.traced_for, dbg.func_src_info, names, paths)
     return JaxprDebugInfo.from_tracing(dbg, n_in, n_out)
-
-
-def tracing_debug_info_of(dbg: JaxprDebugInfo | None) -> TracingDebugInfo | None:
-    """The linear-util ``TracingDebugInfo`` carrying a jaxpr's names."""
-    if dbg is None:
-        return None
-    from lamina_linear_util.debug_info import TracingDebugInfo
-    return TracingDebugInfo(dbg.traced_for, dbg.func_src_info, tuple(dbg.arg_names),
-                            tuple(dbg.result_paths))
-
-
-def wrapped_fun_of_jaxpr(closed_jaxpr: ClosedJaxpr, *, traced_for: str | None = None
-                         ) -> WrappedFun:
-    """A ``WrappedFun`` evaluating ``closed_jaxpr`` with its names as debug info."""
-    from lamina_linear_util.linear_util import wrap_init
-    dbg = closed_jaxpr.jaxpr.debug_info
-    if dbg is not None and traced_for is not None and dbg.traced_for != traced_for:
-        dbg = dbg.replace(traced_for=traced_for)
-    return wrap_init(core.jaxpr_as_fun(closed_jaxpr), debug_info=tracing_debug_info_of(dbg))
 
 
 # --- dynamic tracing ------------------------------------------------------------------------
@@ -598,14 +584,14 @@ class JaxprTracer(Tracer):
     """A partially known value: ``pval``; an unknown one has a recipe saying
     how to compute it and the jaxpr variable it will be."""
 
-    __slots__ = ("pval", "recipe", "var")
+    __slots__ = ("pval", "recipe", "jaxpr_var")
 
     def __init__(self, trace: JaxprTrace, pval: PartialVal, recipe: Any,
                  var: Var | None = None):
         self._trace = trace
         self.pval = pval
         self.recipe = recipe
-        self.var = var
+        self.jaxpr_var = var
 
     @property
     def aval(self) -> ShapedArray:
@@ -783,8 +769,8 @@ def tracers_to_jaxpr(in_tracers: Sequence[JaxprTracer], out_tracers: Sequence[Ja
         seen_leaves.add(id(t))
         recipe = t.recipe
         if type(recipe) is ConstRecipe:
-            assert t.var is not None
-            constvars.append(t.var)
+            assert t.jaxpr_var is not None
+            constvars.append(t.jaxpr_var)
             constvals.append(recipe.val)
         elif recipe is LAMBDA_BINDING:
             if id(t) not in in_ids:
@@ -822,12 +808,12 @@ def tracers_to_jaxpr(in_tracers: Sequence[JaxprTracer], out_tracers: Sequence[Ja
     eqns = []
     effects: set[Any] = set()
     for r in eqn_recipes:
-        eqns.append(JaxprEqn([t.var for t in r.in_tracers],  # type: ignore[misc]
+        eqns.append(JaxprEqn([t.jaxpr_var for t in r.in_tracers],  # type: ignore[misc]
                              r.outvars, r.primitive, r.params, r.effects, r.source_info))
         if r.effects:
             effects.update(r.effects)
-    invars = [t.var for t in in_tracers] + [t.var for t in env]
-    outvars = [t.var for t in out_tracers]
+    invars = [t.jaxpr_var for t in in_tracers] + [t.jaxpr_var for t in env]
+    outvars = [t.jaxpr_var for t in out_tracers]
     n_in, n_out = len(invars), len(outvars)
     dbg = debug_info or JaxprDebugInfo("partial_eval", None, (None,) * n_in, (None,) * n_out)
     jaxpr = Jaxpr(constvars, invars, outvars, eqns, frozenset(effects), dbg)  # type: ignore[arg-type]
@@ -874,7 +860,6 @@ def partial_eval_jaxpr_nounits(closed_jaxpr: ClosedJaxpr, unknowns: Sequence[boo
     outputs. ``instantiate`` forces outputs to be unknown. Residuals are named
     ``residual(x)`` when they are the known input ``x``, else ``None``.
     """
-    from lamina_linear_util.linear_util import wrap_init
     unknowns = [bool(u) for u in unknowns]
     n_out = len(closed_jaxpr.jaxpr.outvars)
     inst = ([bool(instantiate)] * n_out if isinstance(instantiate, bool)
@@ -952,7 +937,6 @@ def _residual_name(residual: Any, known_vals: Sequence[Any],
 
 def _partial_eval_map(trace: JaxprTrace, primitive: Primitive, fun: WrappedFun,
                       tracers: list[JaxprTracer], params: dict[str, Any]) -> list[Any]:
-    from lamina_linear_util.linear_util import transformation_with_aux
     axis_name, axis_size = params["axis_name"], params["axis_size"]
     in_axes = tuple(params["in_axes"])
     in_knowns = tuple(t.is_known() for t in tracers)

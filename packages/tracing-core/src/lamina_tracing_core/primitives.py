@@ -6,11 +6,11 @@ A primitive is a named operation (``add``, ``dot_general``, ``cond``). What it
 ===================  ========================================================
 table                rule signature
 ===================  ========================================================
-impl_rules           ``impl(*values, **params) -> out``: eager execution; the
-                     runtime layer registers these (it owns devices). The
-                     eval trace checks the inputs with the abstract-eval rule
-                     first unless the primitive is in
-                     ``core.impls_checking_inputs``.
+impl_rules           ``impl(*values, **params) -> out``: eager execution of
+                     one primitive. A primitive without one runs through
+                     ``default_impl`` (below). The eval trace checks the
+                     inputs with the abstract-eval rule first unless the
+                     primitive is in ``core.impls_checking_inputs``.
 abstract_eval_rules  ``rule(*avals, **params) -> aval`` (or a list when the
                      primitive has ``multiple_results``); checks its inputs and
                      raises a clear TypeError/ValueError on bad ones.
@@ -24,12 +24,17 @@ batching_rules       ``rule(batched_args, batch_dims, **params) -> (out,
                      out_dims)``; ``None`` marks an unbatched argument.
 ===================  ========================================================
 
+``default_impl`` is the one eager fallback: ``rule(prim, *values, **params)``,
+used for every primitive that has no entry in ``impl_rules``. The runtime layer
+(which owns devices and compiles) sets it once with ``set_default_impl``; until
+then a primitive without an impl rule cannot run eagerly.
+
 The lowering layer keeps its own table (``lowering_rules``) in the same style.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamina_tracing_core.avals import ShapedArray
@@ -50,7 +55,7 @@ class Primitive:
         self.multiple_results = multiple_results
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        return core.bind(self, args, params)
+        return _bind(self, args, params)
 
     def get_bind_params(self, params: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """How an equation's params are re-bound when a jaxpr is evaluated:
@@ -100,6 +105,29 @@ transpose_rules: dict[Primitive, Rule] = {}
 batching_rules: dict[Primitive, Rule] = {}
 
 
+DefaultImpl = Callable[..., Any]
+"""``rule(prim, *values, **params) -> out``: runs ``prim`` eagerly."""
+
+#: The eager impl of every primitive without an ``impl_rules`` entry, or None
+#: while no runtime has set one (see ``set_default_impl``).
+default_impl: DefaultImpl | None = None
+#: Whether ``default_impl`` checks its inputs with the abstract-evaluation rule
+#: itself, so that the eval trace need not (as ``core.impls_checking_inputs``
+#: says for one primitive's impl rule).
+default_impl_checks_inputs: bool = False
+
+
+def set_default_impl(rule: DefaultImpl | None, *, checks_inputs: bool = False) -> None:
+    """Makes ``rule(prim, *values, **params)`` the eager impl of every primitive
+    that has no ``impl_rules`` entry (``None`` removes it). Pass
+    ``checks_inputs=True`` when the rule runs the primitive's abstract-evaluation
+    rule on its inputs itself (a compile-and-run dispatch whose cache is keyed
+    by the input types and params does), so the eval trace skips its own check."""
+    global default_impl, default_impl_checks_inputs
+    default_impl = rule
+    default_impl_checks_inputs = checks_inputs
+
+
 def abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
     """Output avals of ``prim`` applied to ``avals``, always as a list."""
     rule = abstract_eval_rules.get(prim)
@@ -109,5 +137,18 @@ def abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict[str, A
     return list(out) if prim.multiple_results else [out]
 
 
-# Imported last: core imports this module's names, and Primitive.bind needs core.
-import lamina_tracing_core.core as core  # noqa: E402
+
+BindRule = Callable[[Primitive, Sequence[Any], dict[str, Any]], Any]
+"""``bind(prim, args, params) -> out``: applies a primitive under the active
+transformations."""
+
+#: What ``Primitive.bind`` calls: the trace stack's ``bind``. The trace stack
+#: lives in ``core``, the floor above, which sets this when it is imported (the
+#: package's ``__init__`` imports it, so it is set before any primitive binds).
+_bind: BindRule
+
+
+def set_bind(rule: BindRule) -> None:
+    """Makes ``rule`` what ``Primitive.bind`` calls (``core`` does, once)."""
+    global _bind
+    _bind = rule

@@ -22,18 +22,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import lamina_linear_util
+
 #: Files under these directories are lamina's own, never "the user's line".
 #: (Modules of the packages ``lamina`` and ``lamina_*`` are recognized by
 #: name too, so every layer is skipped without registering.)
-_internal_dirs: list[str] = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
-
-
-def _register_linear_util() -> None:
-    import lamina_linear_util
-    _internal_dirs.append(os.path.dirname(os.path.abspath(lamina_linear_util.__file__)) + os.sep)
-
-
-_register_linear_util()
+_internal_dirs: list[str] = [
+    os.path.dirname(os.path.abspath(f)) + os.sep for f in (__file__, lamina_linear_util.__file__)]
 
 
 def register_internal_directory(path: str) -> None:
@@ -284,3 +279,12 @@ def transform_name_stack(transform: str, debug_info: Any) -> Iterator[NameStack]
         yield _state.name_stack
     finally:
         _state.name_stack = previous
+
+
+def wrap_func_src(src: str | None, transform: str) -> str:
+    """The ``func_src_info`` of a function transformed by ``transform``:
+    ``"f at file.py:3"`` becomes ``"jvp(f) at file.py:3"``."""
+    if not src:
+        return f"{transform}(<unknown>)"
+    fun, sep, where = src.partition(" at ")
+    return f"{transform}({fun}){sep}{where}"

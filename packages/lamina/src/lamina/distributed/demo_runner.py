@@ -18,7 +18,10 @@ import sys
 from collections.abc import Sequence
 from typing import IO
 
+from lamina_interpreters_pxla.backends import process_index
+
 from lamina.distributed import launch
+from lamina.distributed.runtime import initialize
 
 #: the hidden flag that marks a demo process started by :func:`run_in_processes`
 WORKER_FLAG = "--process-worker"
@@ -68,12 +71,8 @@ def run_in_processes(num_processes: int, demo_args: Sequence[str],
 
 def join_run() -> None:
     """Joins the multi-process run this demo process was started for."""
-    from lamina.distributed.runtime import initialize
-
     initialize()
-    import lamina
-
-    if lamina.process_index() != 0:  # it would print the same lines as process 0
+    if process_index() != 0:  # it would print the same lines as process 0
         sys.stdout.flush()
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # also what C++ (gloo) prints there

@@ -1,2 +1,22 @@
-"""Lowering rules of the lax primitives (and of control flow, calls and
-collectives), registered by JAX primitive name when this package is imported."""
+"""Lowering rules of tracing-core's primitives: lax, control flow, custom
+derivatives, checkpoint, collectives and autodiff's ``add_any``.
+
+Each module registers its rules with the ``Primitive`` objects it imports from
+tracing-core (``register_lowering(lax.sin_p, ...)``) when it is imported;
+importing this package imports them all.
+"""
+
+from lamina_mlir_lowering.lax_rules import (
+    collectives,
+    control_flow,
+    elementwise,
+    indexing,
+    linalg,
+    random,
+    reductions,
+    sort,
+    structural,
+)
+
+__all__ = ["collectives", "control_flow", "elementwise", "indexing", "linalg", "random",
+           "reductions", "sort", "structural"]

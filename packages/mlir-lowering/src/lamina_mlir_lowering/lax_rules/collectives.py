@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_tracing_core import lax
 
 from lamina_mlir_lowering.axis_context import (
     AxisContext,
@@ -23,11 +24,16 @@ from lamina_mlir_lowering.axis_context import (
     UnboundAxisError,
 )
 from lamina_mlir_lowering.hlo_helpers import make_op, max_hlo, min_hlo
-from lamina_mlir_lowering.lax_rules.reductions import RULES as _REDUCTION_RULES
-from lamina_mlir_lowering.rules import LoweringError, LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.lax_rules.reductions import monoid_reduce
+from lamina_mlir_lowering.rules import (
+    LoweringError,
+    LoweringRule,
+    LoweringRuleContext,
+    register_lowering,
+)
 from lamina_mlir_lowering.types import Value, dense_int_elements, i64_attr, ir_constant
 
-__all__ = ["RULES", "replica_groups", "replica_groups_attr"]
+__all__ = ["replica_groups", "replica_groups_attr"]
 
 #: The channel id and type (1 = device to device) JAX gives SPMD collectives.
 COLLECTIVE_CHANNEL_ID = 1
@@ -89,8 +95,7 @@ def _combiner(monoid: str, a: Value, b: Value, dtype: np.dtype[Any],
 
 
 def _allreduce(monoid: str) -> LoweringRule:
-    local_reduce = _REDUCTION_RULES[{"add": "reduce_sum", "max": "reduce_max",
-                                     "min": "reduce_min"}[monoid]]
+    local_reduce = monoid_reduce(monoid)
 
     def rule(ctx: LoweringRuleContext, *args: Value, axes: Sequence[Any],
              axis_index_groups: Sequence[Sequence[int]] | None = None,
@@ -211,8 +216,11 @@ def _axis_index(ctx: LoweringRuleContext, *, axis_name: Any, **params: Any) -> S
     return [hlo.convert(types.tensor(ctx.avals_out[0]), index)]
 
 
-RULES: dict[str, LoweringRule] = {
-    "psum": _allreduce("add"), "pmax": _allreduce("max"), "pmin": _allreduce("min"),
-    "all_gather": _all_gather, "ppermute": _ppermute, "all_to_all": _all_to_all,
-    "reduce_scatter": _reduce_scatter, "axis_index": _axis_index,
-}
+register_lowering(lax.psum_p, _allreduce("add"))
+register_lowering(lax.pmax_p, _allreduce("max"))
+register_lowering(lax.pmin_p, _allreduce("min"))
+register_lowering(lax.all_gather_p, _all_gather)
+register_lowering(lax.ppermute_p, _ppermute)
+register_lowering(lax.all_to_all_p, _all_to_all)
+register_lowering(lax.reduce_scatter_p, _reduce_scatter)
+register_lowering(lax.axis_index_p, _axis_index)

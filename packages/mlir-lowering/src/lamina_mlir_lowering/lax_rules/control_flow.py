@@ -11,9 +11,12 @@
   ``num_carry``, ...) becomes ``stablehlo.while`` over an ``i32`` counter:
   each iteration slices ``xs`` at the counter (from the end when
   ``reverse``), runs the body and writes ``ys`` with dynamic_update_slice.
-- call-like primitives (``jit``, ``closed_call``, ``core_call``) call a private
-  function (see ``make_call_rule``); custom_jvp/vjp calls and ``checkpoint``
-  are inlined (their other params matter to transformations only).
+- custom_jvp/vjp calls and ``checkpoint`` are inlined (their other params
+  matter to transformations only). Call-like primitives (``jit``) are defined
+  above this package and register a rule from ``make_call_rule``.
+- ``optimization_barrier_lowering`` and ``platform_index_lowering`` are the
+  rules of JAX primitives tracing-core does not define; a layer that defines
+  one registers the rule with it.
 """
 
 from __future__ import annotations
@@ -24,14 +27,17 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_tracing_core.checkpoint import remat_p
+from lamina_tracing_core.control_flow import cond_p, scan_p, while_p
+from lamina_tracing_core.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 
 from lamina_mlir_lowering.hlo_helpers import compare, full_like
-from lamina_mlir_lowering.lowering import lower_sub_jaxpr, make_call_rule
-from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.lowering import lower_sub_jaxpr
+from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value, dense_i64_array, ir_constant
 
-__all__ = ["RULES"]
+__all__ = ["optimization_barrier_lowering", "platform_index_lowering"]
 
 
 def _cond(ctx: LoweringRuleContext, index: Value, *operands: Value,
@@ -147,16 +153,20 @@ def _checkpoint(ctx: LoweringRuleContext, *args: Value, jaxpr: ClosedJaxpr | Jax
     return lower_sub_jaxpr(ctx, jaxpr, args, name="checkpoint")
 
 
-def _optimization_barrier(ctx: LoweringRuleContext, *args: Value,
-                          **params: Any) -> Sequence[Value]:
+def optimization_barrier_lowering(ctx: LoweringRuleContext, *args: Value,
+                                  **params: Any) -> Sequence[Value]:
+    """JAX's ``optimization_barrier`` (tracing-core has no such primitive yet:
+    the layer that defines one registers this rule)."""
     if not args:
         return []
     return list(hlo.OptimizationBarrierOp(list(args)).results)
 
 
-def _platform_index(ctx: LoweringRuleContext, *args: Value, platforms: Sequence[Any] = (),
-                    has_default: bool = False, **params: Any) -> Sequence[Value]:
-    """Which group of ``platforms`` (each a tuple of names) the module runs
+def platform_index_lowering(ctx: LoweringRuleContext, *args: Value,
+                            platforms: Sequence[Any] = (), has_default: bool = False,
+                            **params: Any) -> Sequence[Value]:
+    """JAX's ``platform_index`` (for the layer that defines the primitive):
+    which group of ``platforms`` (each a tuple of names) the module runs
     on, as an i32, from the module's platform index."""
     module_platforms = ctx.module_context.platforms
     groups = [tuple(p) if isinstance(p, (tuple, list)) else (p,) for p in platforms]
@@ -178,19 +188,9 @@ def _platform_index(ctx: LoweringRuleContext, *args: Value, platforms: Sequence[
     return [hlo.reshape(ctx.module_context.types.shaped((), i32), start)]
 
 
-RULES: dict[str, LoweringRule] = {
-    "cond": _cond,
-    "while": _while,
-    "scan": _scan,
-    "jit": make_call_rule("jaxpr", name_param="name", inline_param="inline"),
-    "pjit": make_call_rule("jaxpr", name_param="name", inline_param="inline"),
-    "closed_call": make_call_rule("call_jaxpr", name_param=None),
-    "core_call": make_call_rule("call_jaxpr", name_param=None),
-    "custom_jvp_call": _inline("call_jaxpr"),
-    "custom_vjp_call": _custom_vjp_call,
-    "custom_vjp_call_jaxpr": _custom_vjp_call,
-    "checkpoint": _checkpoint,
-    "remat": _checkpoint,
-    "optimization_barrier": _optimization_barrier,
-    "platform_index": _platform_index,
-}
+register_lowering(cond_p, _cond)
+register_lowering(while_p, _while)
+register_lowering(scan_p, _scan)
+register_lowering(custom_jvp_call_p, _inline("call_jaxpr"))
+register_lowering(custom_vjp_call_p, _custom_vjp_call)
+register_lowering(remat_p, _checkpoint)

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
-from lamina_tracing_core import dtypes
+from lamina_tracing_core import ad_util, dtypes, lax
+from lamina_tracing_core.primitives import Primitive
 
 from lamina_mlir_lowering.hlo_helpers import (
     is_complex,
@@ -30,10 +31,10 @@ from lamina_mlir_lowering.hlo_helpers import (
     real_dtype,
     zeros_like,
 )
-from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value
 
-__all__ = ["RULES"]
+__all__: list[str] = []
 
 # Ops that accept a `result_accuracy` attribute (lax's `accuracy` param).
 _ACCURACY_OPS = frozenset({
@@ -74,10 +75,10 @@ def _nary(op_name: str) -> LoweringRule:
     return rule
 
 
-def _compare(direction: str, total_order: bool = False) -> LoweringRule:
+def _compare(direction: str) -> LoweringRule:
     def rule(ctx: LoweringRuleContext, x: Value, y: Value, **params: Any) -> Sequence[Value]:
         x, y = _broadcast_inputs(ctx, (x, y))
-        return [compare(x, y, direction, ctx.avals_in[0].dtype, total_order)]
+        return [compare(x, y, direction, ctx.avals_in[0].dtype)]
 
     rule.__name__ = f"lower[compare {direction}]"
     return rule
@@ -225,49 +226,63 @@ def _is_finite(ctx: LoweringRuleContext, x: Value, **params: Any) -> Sequence[Va
     return [hlo.is_finite(x)]
 
 
-def _mulhi(ctx: LoweringRuleContext, x: Value, y: Value, **params: Any) -> Sequence[Value]:
-    return [make_op("chlo.mulhi", [ctx.out_type()], broadcast_operands(ctx, (x, y))).result]
+_UNARY_OPS: tuple[tuple[Primitive, str], ...] = (
+    (lax.neg_p, "stablehlo.negate"), (lax.floor_p, "stablehlo.floor"),
+    (lax.ceil_p, "stablehlo.ceil"), (lax.exp_p, "stablehlo.exponential"),
+    (lax.log_p, "stablehlo.log"), (lax.log1p_p, "stablehlo.log_plus_one"),
+    (lax.expm1_p, "stablehlo.exponential_minus_one"), (lax.tanh_p, "stablehlo.tanh"),
+    (lax.logistic_p, "stablehlo.logistic"), (lax.sin_p, "stablehlo.sine"),
+    (lax.cos_p, "stablehlo.cosine"), (lax.tan_p, "stablehlo.tan"),
+    (lax.sqrt_p, "stablehlo.sqrt"), (lax.rsqrt_p, "stablehlo.rsqrt"),
+    (lax.cbrt_p, "stablehlo.cbrt"), (lax.real_p, "stablehlo.real"),
+    (lax.imag_p, "stablehlo.imag"), (lax.abs_p, "stablehlo.abs"), (lax.not_p, "stablehlo.not"),
+    (lax.population_count_p, "stablehlo.popcnt"), (lax.clz_p, "stablehlo.count_leading_zeros"),
+    (lax.asin_p, "chlo.asin"), (lax.acos_p, "chlo.acos"), (lax.atan_p, "chlo.atan"),
+    (lax.sinh_p, "chlo.sinh"), (lax.cosh_p, "chlo.cosh"), (lax.asinh_p, "chlo.asinh"),
+    (lax.acosh_p, "chlo.acosh"), (lax.atanh_p, "chlo.atanh"), (lax.erf_p, "chlo.erf"),
+    (lax.erfc_p, "chlo.erfc"), (lax.erf_inv_p, "chlo.erf_inv"),
+    (lax.lgamma_p, "chlo.lgamma"), (lax.digamma_p, "chlo.digamma"),
+)
 
+_BINARY_OPS: tuple[tuple[Primitive, str], ...] = (
+    (lax.add_p, "stablehlo.add"), (lax.sub_p, "stablehlo.subtract"),
+    (lax.mul_p, "stablehlo.multiply"), (lax.div_p, "stablehlo.divide"),
+    (lax.rem_p, "stablehlo.remainder"), (lax.atan2_p, "stablehlo.atan2"),
+    (lax.and_p, "stablehlo.and"), (lax.or_p, "stablehlo.or"), (lax.xor_p, "stablehlo.xor"),
+    (lax.shift_left_p, "stablehlo.shift_left"),
+    (lax.shift_right_logical_p, "stablehlo.shift_right_logical"),
+    (lax.shift_right_arithmetic_p, "stablehlo.shift_right_arithmetic"),
+    (lax.complex_p, "stablehlo.complex"), (lax.nextafter_p, "chlo.next_after"),
+    (lax.polygamma_p, "chlo.polygamma"),
+    # Autodiff's sum of tangents and cotangents (JAX's add_jaxvals_p).
+    (ad_util.add_jaxvals_p, "stablehlo.add"),
+)
 
-_UNARY_OPS = {
-    "neg": "stablehlo.negate", "floor": "stablehlo.floor", "ceil": "stablehlo.ceil",
-    "exp": "stablehlo.exponential", "log": "stablehlo.log",
-    "log1p": "stablehlo.log_plus_one", "expm1": "stablehlo.exponential_minus_one",
-    "tanh": "stablehlo.tanh", "logistic": "stablehlo.logistic", "sin": "stablehlo.sine",
-    "cos": "stablehlo.cosine", "tan": "stablehlo.tan", "sqrt": "stablehlo.sqrt",
-    "rsqrt": "stablehlo.rsqrt", "cbrt": "stablehlo.cbrt", "real": "stablehlo.real",
-    "imag": "stablehlo.imag", "abs": "stablehlo.abs", "not": "stablehlo.not",
-    "population_count": "stablehlo.popcnt", "clz": "stablehlo.count_leading_zeros",
-    "asin": "chlo.asin", "acos": "chlo.acos", "atan": "chlo.atan", "sinh": "chlo.sinh",
-    "cosh": "chlo.cosh", "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh",
-    "erf": "chlo.erf", "erfc": "chlo.erfc", "erf_inv": "chlo.erf_inv",
-    "lgamma": "chlo.lgamma", "digamma": "chlo.digamma", "bessel_i1e": "chlo.bessel_i1e",
-}
+_COMPARISONS: tuple[tuple[Primitive, str], ...] = (
+    (lax.eq_p, "EQ"), (lax.ne_p, "NE"), (lax.lt_p, "LT"), (lax.le_p, "LE"),
+    (lax.gt_p, "GT"), (lax.ge_p, "GE"),
+)
 
-_BINARY_OPS = {
-    "add": "stablehlo.add", "sub": "stablehlo.subtract", "mul": "stablehlo.multiply",
-    "div": "stablehlo.divide", "rem": "stablehlo.remainder", "atan2": "stablehlo.atan2",
-    "and": "stablehlo.and", "or": "stablehlo.or", "xor": "stablehlo.xor",
-    "shift_left": "stablehlo.shift_left",
-    "shift_right_logical": "stablehlo.shift_right_logical",
-    "shift_right_arithmetic": "stablehlo.shift_right_arithmetic",
-    "complex": "stablehlo.complex", "nextafter": "chlo.next_after",
-    "polygamma": "chlo.polygamma", "zeta": "chlo.zeta",
-    # Autodiff's sum of tangents/cotangents (JAX's add_jaxvals_p).
-    "add_any": "stablehlo.add",
-}
-
-RULES: dict[str, LoweringRule] = {
-    **{name: _unary(op) for name, op in _UNARY_OPS.items()},
-    **{name: _nary(op) for name, op in _BINARY_OPS.items()},
-    "max": _minmax(max_hlo), "min": _minmax(min_hlo),
-    "eq": _compare("EQ"), "ne": _compare("NE"), "lt": _compare("LT"), "le": _compare("LE"),
-    "gt": _compare("GT"), "ge": _compare("GE"),
-    "eq_to": _compare("EQ", True), "lt_to": _compare("LT", True), "le_to": _compare("LE", True),
-    "sign": _sign, "round": _round, "exp2": _exp2, "square": _square, "conj": _conj,
-    "integer_pow": _integer_pow, "pow": _pow, "select_n": _select_n, "clamp": _clamp,
-    "convert_element_type": _convert_element_type,
-    "bitcast_convert_type": _bitcast_convert_type, "reduce_precision": _reduce_precision,
-    "is_finite": _is_finite, "mulhi": _mulhi,
-    "copy": _identity, "stop_gradient": _identity,
-}
+for _prim, _op in _UNARY_OPS:
+    register_lowering(_prim, _unary(_op))
+for _prim, _op in _BINARY_OPS:
+    register_lowering(_prim, _nary(_op))
+for _prim, _direction in _COMPARISONS:
+    register_lowering(_prim, _compare(_direction))
+register_lowering(lax.max_p, _minmax(max_hlo))
+register_lowering(lax.min_p, _minmax(min_hlo))
+register_lowering(lax.sign_p, _sign)
+register_lowering(lax.round_p, _round)
+register_lowering(lax.exp2_p, _exp2)
+register_lowering(lax.square_p, _square)
+register_lowering(lax.conj_p, _conj)
+register_lowering(lax.integer_pow_p, _integer_pow)
+register_lowering(lax.pow_p, _pow)
+register_lowering(lax.select_n_p, _select_n)
+register_lowering(lax.clamp_p, _clamp)
+register_lowering(lax.convert_element_type_p, _convert_element_type)
+register_lowering(lax.bitcast_convert_type_p, _bitcast_convert_type)
+register_lowering(lax.reduce_precision_p, _reduce_precision)
+register_lowering(lax.is_finite_p, _is_finite)
+register_lowering(lax.copy_p, _identity)
+register_lowering(lax.stop_gradient_p, _identity)

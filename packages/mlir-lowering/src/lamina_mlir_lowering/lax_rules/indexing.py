@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
-from lamina_tracing_core import dtypes
+from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 
 from lamina_mlir_lowering.hlo_helpers import is_inexact, compare, full_like, make_op, max_hlo, min_hlo
 from lamina_mlir_lowering.lowering import lower_sub_jaxpr
-from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value, dense_i64_array, ir_constant
 
-__all__ = ["RULES", "mode_name", "default_fill_value"]
+__all__ = ["mode_name", "default_fill_value"]
 
 _MODE_BY_VALUE = {1: "CLIP", 2: "FILL_OR_DROP", 3: "PROMISE_IN_BOUNDS", 4: "ONE_HOT"}
 
@@ -197,12 +197,10 @@ def _combine(ctx: LoweringRuleContext, combine: str | None, old: Value, new: Val
     return out
 
 
-RULES: dict[str, LoweringRule] = {
-    "gather": _gather,
-    "scatter": _scatter_rule(None),
-    "scatter-add": _scatter_rule("stablehlo.add"),
-    "scatter-sub": _scatter_rule("stablehlo.subtract"),
-    "scatter-mul": _scatter_rule("stablehlo.multiply"),
-    "scatter-min": _scatter_rule("min"),
-    "scatter-max": _scatter_rule("max"),
-}
+register_lowering(lax.gather_p, _gather)
+register_lowering(lax.scatter_p, _scatter_rule(None))
+register_lowering(lax.scatter_add_p, _scatter_rule("stablehlo.add"))
+register_lowering(lax.scatter_sub_p, _scatter_rule("stablehlo.subtract"))
+register_lowering(lax.scatter_mul_p, _scatter_rule("stablehlo.multiply"))
+register_lowering(lax.scatter_min_p, _scatter_rule("min"))
+register_lowering(lax.scatter_max_p, _scatter_rule("max"))

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
-from lamina_tracing_core import dtypes
+from lamina_tracing_core import dtypes, lax
 
 from lamina_mlir_lowering.hlo_helpers import convert_hlo, make_op
-from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value, dense_i64_array, dense_int_elements
 
-__all__ = ["RULES", "precision_attr"]
+__all__ = ["precision_attr"]
 
 _PRECISION_NAMES = {
     "DEFAULT": "DEFAULT", "FASTEST": "DEFAULT", "BFLOAT16": "DEFAULT",
@@ -134,7 +134,5 @@ def _conv_specs(dimension_numbers: Any, ndim: int) -> tuple[Sequence[int], Seque
     return lhs_spec, rhs_spec, out_spec
 
 
-RULES: dict[str, LoweringRule] = {
-    "dot_general": _dot_general,
-    "conv_general_dilated": _conv_general_dilated,
-}
+register_lowering(lax.dot_general_p, _dot_general)
+register_lowering(lax.conv_general_dilated_p, _conv_general_dilated)

@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_tracing_core import lax
 
 from lamina_mlir_lowering.hlo_helpers import broadcast_operands, full_like
-from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value
 
-__all__ = ["RULES", "THREEFRY_ROTATIONS"]
+__all__ = ["THREEFRY_ROTATIONS", "rng_bit_generator_lowering"]
 
 #: The rotation distances of the two alternating groups of four rounds.
 THREEFRY_ROTATIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -63,9 +64,11 @@ def _algorithm_name(algorithm: Any) -> str:
     return _RNG_ALGORITHMS[int(algorithm)]
 
 
-def _rng_bit_generator(ctx: LoweringRuleContext, key: Value, *, shape: Sequence[int],
-                       dtype: Any, algorithm: Any = 0, **params: Any) -> Sequence[Value]:
-    """New key and bits. XLA's generator keeps its state as ``u64[2]``; a
+def rng_bit_generator_lowering(ctx: LoweringRuleContext, key: Value, *, shape: Sequence[int],
+                               dtype: Any, algorithm: Any = 0,
+                               **params: Any) -> Sequence[Value]:
+    """JAX's ``rng_bit_generator`` (tracing-core has no such primitive yet: the
+    layer that defines one registers this rule): new key and bits. XLA's generator keeps its state as ``u64[2]``; a
     ``u32[4]`` key (how lamina, like JAX, stores it without x64) is bitcast
     there and back. 8/16-bit outputs are generated as uint32 and narrowed."""
     types = ctx.module_context.types
@@ -89,7 +92,4 @@ def _rng_bit_generator(ctx: LoweringRuleContext, key: Value, *, shape: Sequence[
     return [new_key, bits]
 
 
-RULES: dict[str, LoweringRule] = {
-    "threefry2x32": _threefry2x32,
-    "rng_bit_generator": _rng_bit_generator,
-}
+register_lowering(lax.threefry2x32_p, _threefry2x32)

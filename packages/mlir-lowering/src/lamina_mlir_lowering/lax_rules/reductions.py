@@ -10,16 +10,19 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
-from lamina_tracing_core import dtypes
+from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 
 from lamina_mlir_lowering.hlo_helpers import is_inexact, compare, make_op, max_hlo, min_hlo
 from lamina_mlir_lowering.lowering import lower_sub_jaxpr
-from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value, dense_i64_array, dense_int_elements, ir_constant
 
-__all__ = ["RULES", "identity_value", "Combiner"]
+__all__ = [
+    "identity_value", "Combiner", "monoid_reduce", "reduce_window", "reduce_lowering",
+    "reduce_window_lowering", "reduce_window_monoid_lowering",
+]
 
 #: Builds ``combine(a, b)`` for scalars of one dtype inside a reducer region.
 Combiner = Callable[[Value, Value, np.dtype[Any], ir.Type], Value]
@@ -78,7 +81,10 @@ def _identity(monoid: str, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     return value
 
 
-def _monoid_reduce(monoid: str) -> LoweringRule:
+def monoid_reduce(monoid: str) -> LoweringRule:
+    """The rule of a reduction over ``axes`` with ``monoid`` (``add``, ``mul``,
+    ``max``, ``min``, ``and``, ``or``, ``xor``); collectives reuse it for their
+    positional axes."""
     combine = _COMBINERS[monoid]
 
     def rule(ctx: LoweringRuleContext, x: Value, *, axes: Sequence[int],
@@ -100,9 +106,10 @@ def _monoid_reduce(monoid: str) -> LoweringRule:
     return rule
 
 
-def _reduce(ctx: LoweringRuleContext, *values: Value, jaxpr: ClosedJaxpr | Jaxpr,
-            dimensions: Sequence[int], **params: Any) -> Sequence[Value]:
-    """Variadic reduce: ``values`` are the operands then their init values;
+def reduce_lowering(ctx: LoweringRuleContext, *values: Value, jaxpr: ClosedJaxpr | Jaxpr,
+                    dimensions: Sequence[int], **params: Any) -> Sequence[Value]:
+    """JAX's variadic ``reduce`` (tracing-core has no such primitive yet: the
+    layer that defines one registers this rule): ``values`` are the operands then their init values;
     the body is ``jaxpr`` applied to (accumulators..., elements...)."""
     n = len(values) // 2
     operands, inits = values[:n], values[n:]
@@ -202,7 +209,9 @@ def _cumulative(monoid: str) -> LoweringRule:
     return rule
 
 
-def _reduce_window_monoid(monoid: str) -> LoweringRule:
+def reduce_window_monoid_lowering(monoid: str) -> LoweringRule:
+    """The rule of JAX's ``reduce_window_sum`` (``'add'``), ``_max`` and
+    ``_min``, for the layer that defines those primitives."""
     combine = _COMBINERS[monoid]
 
     def rule(ctx: LoweringRuleContext, x: Value, *, window_dimensions: Sequence[int],
@@ -217,11 +226,13 @@ def _reduce_window_monoid(monoid: str) -> LoweringRule:
     return rule
 
 
-def _reduce_window(ctx: LoweringRuleContext, *values: Value, jaxpr: ClosedJaxpr | Jaxpr,
-                   window_dimensions: Sequence[int], window_strides: Sequence[int],
-                   padding: Sequence[tuple[int, int]], base_dilation: Sequence[int],
-                   window_dilation: Sequence[int], consts: Sequence[Any] = (),
-                   **params: Any) -> Sequence[Value]:
+def reduce_window_lowering(ctx: LoweringRuleContext, *values: Value,
+                           jaxpr: ClosedJaxpr | Jaxpr, window_dimensions: Sequence[int],
+                           window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
+                           base_dilation: Sequence[int], window_dilation: Sequence[int],
+                           consts: Sequence[Any] = (), **params: Any) -> Sequence[Value]:
+    """JAX's variadic ``reduce_window`` with a ``jaxpr`` body, for the layer
+    that defines that primitive."""
     n = len(values) // 2
     operands, inits = values[:n], values[n:]
     init_avals = ctx.avals_in[n:]
@@ -244,18 +255,17 @@ def _reduce_window(ctx: LoweringRuleContext, *values: Value, jaxpr: ClosedJaxpr 
     return list(op.results)
 
 
-RULES: dict[str, LoweringRule] = {
-    "reduce_sum": _monoid_reduce("add"), "reduce_prod": _monoid_reduce("mul"),
-    "reduce_max": _monoid_reduce("max"), "reduce_min": _monoid_reduce("min"),
-    "reduce_and": _monoid_reduce("and"), "reduce_or": _monoid_reduce("or"),
-    "reduce_xor": _monoid_reduce("xor"),
-    "reduce": _reduce,
-    "argmax": _argminmax("GT"), "argmin": _argminmax("LT"),
-    "cumsum": _cumulative("add"), "cumprod": _cumulative("mul"),
-    "cummax": _cumulative("max"), "cummin": _cumulative("min"),
-    "cumlogsumexp": _cumulative("logaddexp"),
-    "reduce_window_sum": _reduce_window_monoid("add"),
-    "reduce_window_max": _reduce_window_monoid("max"),
-    "reduce_window_min": _reduce_window_monoid("min"),
-    "reduce_window": _reduce_window,
-}
+register_lowering(lax.reduce_sum_p, monoid_reduce("add"))
+register_lowering(lax.reduce_prod_p, monoid_reduce("mul"))
+register_lowering(lax.reduce_max_p, monoid_reduce("max"))
+register_lowering(lax.reduce_min_p, monoid_reduce("min"))
+register_lowering(lax.reduce_and_p, monoid_reduce("and"))
+register_lowering(lax.reduce_or_p, monoid_reduce("or"))
+register_lowering(lax.reduce_xor_p, monoid_reduce("xor"))
+register_lowering(lax.argmax_p, _argminmax("GT"))
+register_lowering(lax.argmin_p, _argminmax("LT"))
+register_lowering(lax.cumsum_p, _cumulative("add"))
+register_lowering(lax.cumprod_p, _cumulative("mul"))
+register_lowering(lax.cummax_p, _cumulative("max"))
+register_lowering(lax.cummin_p, _cumulative("min"))
+register_lowering(lax.cumlogsumexp_p, _cumulative("logaddexp"))

@@ -10,12 +10,13 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_tracing_core import lax
 
 from lamina_mlir_lowering.hlo_helpers import is_complex, is_floating, compare, real_dtype
-from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value, dense_i64_array, ir_constant
 
-__all__ = ["RULES"]
+__all__: list[str] = []
 
 
 def _canonical_float(x: Value, dtype: np.dtype[Any]) -> Value:
@@ -90,4 +91,5 @@ def _top_k(ctx: LoweringRuleContext, x: Value, *, k: int, axis: int = -1,
     return [vals_t, idx_t]
 
 
-RULES: dict[str, LoweringRule] = {"sort": _sort, "top_k": _top_k}
+register_lowering(lax.sort_p, _sort)
+register_lowering(lax.top_k_p, _top_k)

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_tracing_core import lax
 
 from lamina_mlir_lowering.hlo_helpers import broadcast_in_dim, convert_hlo, make_op
-from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
+from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value, dense_i64_array, i64_attr
 
-__all__ = ["RULES", "common_index_type"]
+__all__ = ["common_index_type", "split_lowering"]
 
 
 def _iota(ctx: LoweringRuleContext, *, dimension: int, **params: Any) -> Sequence[Value]:
@@ -45,10 +46,6 @@ def _transpose_op(ctx: LoweringRuleContext, x: Value, result_type: Any,
 
 
 def _squeeze(ctx: LoweringRuleContext, x: Value, **params: Any) -> Sequence[Value]:
-    return [hlo.reshape(ctx.out_type(), x)]
-
-
-def _expand_dims(ctx: LoweringRuleContext, x: Value, **params: Any) -> Sequence[Value]:
     return [hlo.reshape(ctx.out_type(), x)]
 
 
@@ -109,8 +106,10 @@ def _dynamic_update_slice(ctx: LoweringRuleContext, x: Value, update: Value,
     return [hlo.dynamic_update_slice(x, update, idx)]
 
 
-def _split(ctx: LoweringRuleContext, x: Value, *, sizes: Sequence[int], axis: int,
-           **params: Any) -> Sequence[Value]:
+def split_lowering(ctx: LoweringRuleContext, x: Value, *, sizes: Sequence[int], axis: int,
+                   **params: Any) -> Sequence[Value]:
+    """JAX's ``split`` (pieces of ``sizes`` along ``axis``); tracing-core has no
+    ``split`` primitive yet, so the layer that defines one registers this."""
     aval = ctx.avals_in[0]
     outs = []
     start = 0
@@ -125,10 +124,14 @@ def _split(ctx: LoweringRuleContext, x: Value, *, sizes: Sequence[int], axis: in
     return outs
 
 
-RULES: dict[str, LoweringRule] = {
-    "iota": _iota, "broadcast_in_dim": _broadcast_in_dim, "reshape": _reshape,
-    "squeeze": _squeeze, "expand_dims": _expand_dims, "transpose": _transpose, "rev": _rev,
-    "pad": _pad, "concatenate": _concatenate, "slice": _slice,
-    "dynamic_slice": _dynamic_slice, "dynamic_update_slice": _dynamic_update_slice,
-    "split": _split,
-}
+register_lowering(lax.iota_p, _iota)
+register_lowering(lax.broadcast_in_dim_p, _broadcast_in_dim)
+register_lowering(lax.reshape_p, _reshape)
+register_lowering(lax.squeeze_p, _squeeze)
+register_lowering(lax.transpose_p, _transpose)
+register_lowering(lax.rev_p, _rev)
+register_lowering(lax.pad_p, _pad)
+register_lowering(lax.concatenate_p, _concatenate)
+register_lowering(lax.slice_p, _slice)
+register_lowering(lax.dynamic_slice_p, _dynamic_slice)
+register_lowering(lax.dynamic_update_slice_p, _dynamic_update_slice)

@@ -34,7 +34,7 @@ from lamina_tracing_core.effects import Effects, union
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, Var
 
 __all__ = [
-    "BodyTrace", "add_unused_invars", "aval_mismatch_extra", "aval_of", "body_debug_info",
+    "BodyTrace", "add_unused_invars", "aval_mismatch_extra", "body_debug_info",
     "branch_output_error", "carry_type_error", "eval_closed", "joined_effects",
     "long_type_str", "merge_consts", "move_invars_to_back", "permute_invars",
     "permute_outvars", "retrace", "split_list", "structure_differences", "trace_body",
@@ -222,7 +222,7 @@ def merge_consts(bodies: Sequence[BodyTrace]) -> tuple[list[ClosedJaxpr], list[A
             if id(c) not in index:
                 index[id(c)] = len(all_consts)
                 all_consts.append(c)
-    const_avals = [aval_of(c) for c in all_consts]
+    const_avals = [get_aval(c) for c in all_consts]
     out = []
     for body in bodies:
         jaxpr = body.jaxpr.jaxpr
@@ -237,13 +237,6 @@ def merge_consts(bodies: Sequence[BodyTrace]) -> tuple[list[ClosedJaxpr], list[A
                                    + tuple(dbg.arg_names[own:])))
         out.append(ClosedJaxpr(new, body.jaxpr.consts))
     return out, all_consts
-
-
-def aval_of(x: Any) -> ShapedArray:
-    """The aval of a value or tracer."""
-    if isinstance(x, core.Tracer):
-        return x.aval
-    return get_aval(x)
 
 
 # --- structural and type errors -------------------------------------------------------------

@@ -28,9 +28,8 @@ from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval, zeros_like_aval
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
-    aval_of,
     branch_output_error,
     eval_closed,
     joined_effects,
@@ -44,6 +43,7 @@ from lamina_tracing_core.control_flow.common import (
 from lamina_tracing_core.effects import Effects, has_side_effects, uses_named_axis
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprEqn, Var
 from lamina_tracing_core.primitives import Primitive
+from lamina_tracing_core.lax import convert, elementwise, structural
 
 __all__ = ["cond", "cond_p", "switch"]
 
@@ -63,7 +63,6 @@ _no_operand = _NoOperand()
 
 # --- the user API --------------------------------------------------------------------
 def _lax() -> Any:
-    from lamina_tracing_core.lax import convert, elementwise
     return elementwise, convert
 
 
@@ -88,7 +87,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any,
     if np.ndim(index) != 0 and not (isinstance(index, core.Tracer) and index.ndim == 0):
         raise TypeError(f"Branch index must be scalar, got {index} of shape "
                         f"{np.shape(index)}.")
-    index_dtype = aval_of(index).dtype
+    index_dtype = get_aval(index).dtype
     if index_dtype.kind not in "iu":
         raise TypeError(f"Index type must be an integer, got {index} as {index_dtype}")
     branches = tuple(branches)
@@ -128,7 +127,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
                         + (f"type {type(pred)}" if isinstance(pred, (list, tuple))
                            else f"shape {np.shape(pred)}."))
     try:
-        pred_dtype = aval_of(pred).dtype
+        pred_dtype = get_aval(pred).dtype
     except TypeError as err:
         raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from err
     elementwise, convert = _lax()
@@ -144,7 +143,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
 def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], operands: tuple[Any, ...],
                *, api: str, names: Sequence[str]) -> Any:
     args, in_tree = tu.tree_flatten(operands)
-    avals = [aval_of(x) for x in args]
+    avals = [get_aval(x) for x in args]
     bodies = [trace_body(f, in_tree, avals, body_debug_info(api, f, operands)) for f in funs]
     # Errors name the branches the way the user wrote them (true_fun first).
     order = [1, 0] if api == "cond" else list(range(len(funs)))
@@ -214,7 +213,7 @@ def _cond_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
     out = cond_p.bind(index, *ops, *nz_dots, branches=branches_jvp)
     n = len(out_nz)
     out_primals, nz_tangents = out[:n], iter(out[n:])
-    out_tangents = [next(nz_tangents) if nz else Zero(tangent_aval(aval_of(p)))
+    out_tangents = [next(nz_tangents) if nz else Zero(tangent_aval(get_aval(p)))
                     for p, nz in zip(out_primals, out_nz)]
     return list(out_primals), out_tangents
 
@@ -339,8 +338,7 @@ ad.primitive_transposes[cond_p] = _cond_transpose
 
 # --- batching ------------------------------------------------------------------------------------
 def _bcast_to(pred: Any, shape: tuple[int, ...]) -> Any:
-    from lamina_tracing_core.lax import structural
-    if aval_of(pred).shape == shape:
+    if get_aval(pred).shape == shape:
         return pred
     return structural.broadcast_in_dim(pred, shape, (0,))
 
@@ -375,7 +373,6 @@ def _cond_batch_with_batched_index(axis_data: batching.AxisData, args: Sequence[
                                    ) -> tuple[list[Any], list[int | None]]:
     """A batched predicate: every branch runs on every element and ``select_n``
     picks the results (as in JAX; assumes branches have no side effects)."""
-    from lamina_tracing_core.lax import convert, elementwise
     size = axis_data.size
     index, *ops = [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
     n_out = len(branches[0].out_avals)
@@ -386,10 +383,10 @@ def _cond_batch_with_batched_index(axis_data: batching.AxisData, args: Sequence[
         # Operands of the branches not taken are cut off from differentiation,
         # so that reverse mode does not see their (discarded) contributions.
         taken = elementwise.eq(index, np.array(i, np.int32))
-        ops_i = [elementwise.select(_bcast_to(taken, aval_of(x).shape), x,
+        ops_i = [elementwise.select(_bcast_to(taken, get_aval(x).shape), x,
                                     convert.stop_gradient(x)) for x in ops]
         branch_outs.append(eval_closed(jaxpr, *ops_i))
-    outs = [elementwise.select_n(_bcast_to(index, aval_of(cases[0]).shape), *cases)
+    outs = [elementwise.select_n(_bcast_to(index, get_aval(cases[0]).shape), *cases)
             for cases in zip(*branch_outs)]
     return outs, [0] * len(outs)
 

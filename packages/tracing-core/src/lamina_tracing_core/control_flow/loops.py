@@ -34,10 +34,9 @@ from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_tracing_core import ad, batching, core, dtypes
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
     add_unused_invars,
-    aval_of,
     body_debug_info,
     carry_type_error,
     eval_closed,
@@ -53,6 +52,7 @@ from lamina_tracing_core.control_flow.scan import scan_with_debug_info
 from lamina_tracing_core.effects import Effects, has_side_effects, uses_named_axis
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprEqn
 from lamina_tracing_core.primitives import Primitive
+from lamina_tracing_core.lax import convert, elementwise, reductions, structural
 
 __all__ = ["fori_loop", "while_loop", "while_p"]
 
@@ -85,7 +85,7 @@ def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
         body_dbg = body_debug_info("while_body", body_fun, (init_val,))
     init_flat, carry_tree = tu.tree_flatten(init_val)
     in_tree = tu.tree_structure((init_val,))
-    init_avals = [aval_of(x) for x in init_flat]
+    init_avals = [get_aval(x) for x in init_flat]
 
     def trace(avals: list[ShapedArray]) -> tuple[Any, Any]:
         cond_t = trace_body(cond_fun, in_tree, avals, cond_dbg)
@@ -100,7 +100,7 @@ def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
         promoted, changed = _promote_weak_inits(init_flat, init_avals, body_t.out_avals)
         if changed:
             init_flat = promoted
-            init_avals = [aval_of(x) for x in init_flat]
+            init_avals = [get_aval(x) for x in init_flat]
             cond_t, body_t = trace(init_avals)
     err = carry_type_error("while_loop body", body_fun, carry_tree, init_avals,
                            body_t.out_tree, body_t.out_avals)
@@ -114,7 +114,6 @@ def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
 
 def _promote_weak_inits(init_flat: list[Any], init_avals: Sequence[ShapedArray],
                         out_avals: Sequence[ShapedArray]) -> tuple[list[Any], bool]:
-    from lamina_tracing_core.lax import convert
     out, changed = [], False
     for x, a, b in zip(init_flat, init_avals, out_avals):
         if a.weak_type and not typematch(a, b) and a.shape == b.shape:
@@ -127,7 +126,6 @@ def _promote_weak_inits(init_flat: list[Any], init_avals: Sequence[ShapedArray],
 
 
 def _fori_cond_fun(loop_carry: tuple[Any, Any, Any]) -> Any:
-    from lamina_tracing_core.lax import elementwise
     i, upper, _ = loop_carry
     return elementwise.lt(i, upper)
 
@@ -159,7 +157,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     if unroll is not None and unroll is not False and unroll != 1:
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
-    from lamina_tracing_core.lax import convert, elementwise
     lower = convert.convert_element_type(lower, dtype)
     upper = convert.convert_element_type(upper, dtype)
 
@@ -178,7 +175,7 @@ def _is_weak_python_int(x: Any) -> bool:
 
 
 def _fori_index_dtype(lower: Any, upper: Any) -> np.dtype[Any]:
-    lo, hi = aval_of(lower), aval_of(upper)
+    lo, hi = get_aval(lower), get_aval(upper)
     if lo.dtype == hi.dtype:
         return lo.dtype
     if lo.dtype.kind == "i" and hi.dtype.kind == "i":
@@ -272,13 +269,13 @@ def _while_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, cond_jaxpr: C
     carry_names = (cond_dbg.arg_names[cond_nconsts:] if cond_dbg is not None
                    else (None,) * num_carry)
     cond_aug = add_unused_invars(
-        cond_jaxpr, len(cond_jaxpr.in_avals), [aval_of(t) for t in init_dot],
+        cond_jaxpr, len(cond_jaxpr.in_avals), [get_aval(t) for t in init_dot],
         [_tangent_name(n) for n, nz in zip(carry_names, carry_nz) if nz])
     outs = while_p.bind(*cconsts, *bconsts, *bconst_dot, *init, *init_dot,
                         cond_jaxpr=cond_aug, body_jaxpr=body_jvp, cond_nconsts=cond_nconsts,
                         body_nconsts=body_nconsts + len(bconst_dot))
     carry_out, carry_dot = outs[:num_carry], iter(outs[num_carry:])
-    tangents_out = [next(carry_dot) if nz else Zero(tangent_aval(aval_of(p)))
+    tangents_out = [next(carry_dot) if nz else Zero(tangent_aval(get_aval(p)))
                     for p, nz in zip(carry_out, carry_nz)]
     return list(carry_out), tangents_out
 
@@ -397,7 +394,6 @@ def _select_loop(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, cond_nconsts: int
                  ) -> tuple[ClosedJaxpr, ClosedJaxpr]:
     """For a batched predicate: a cond that holds while any element's does, and
     a body that advances only the elements whose predicate holds."""
-    from lamina_tracing_core.lax import elementwise, reductions, structural
 
     def any_pred(*args: Any) -> list[Any]:
         pred = eval_closed(cond_b, *args)[0]
@@ -410,7 +406,7 @@ def _select_loop(cond_b: ClosedJaxpr, body_b: ClosedJaxpr, cond_nconsts: int
         new = eval_closed(body_b, *rest)
         out = []
         for n, old in zip(new, carry):
-            shape = aval_of(old).shape
+            shape = get_aval(old).shape
             p = pred if len(shape) == 1 else structural.broadcast_in_dim(pred, shape, (0,))
             out.append(elementwise.select(p, n, old))
         return out

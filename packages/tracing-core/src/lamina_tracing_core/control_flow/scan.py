@@ -41,9 +41,8 @@ from lamina_tracing_core.ad_util import (
     tangent_aval,
     zeros_like_aval,
 )
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
-    aval_of,
     body_debug_info,
     carry_type_error,
     eval_closed,
@@ -62,6 +61,8 @@ from lamina_tracing_core.effects import Effects, has_side_effects, uses_named_ax
 from lamina_tracing_core.errors import ConcretizationTypeError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo, JaxprEqn, Literal
 from lamina_tracing_core.primitives import Primitive
+from lamina_tracing_core import api
+from lamina_tracing_core.lax import structural, convert
 
 __all__ = ["scan", "scan_p"]
 
@@ -96,20 +97,18 @@ def lax_map(f: Callable[[Any], Any], xs: Any, *, batch_size: int | None = None) 
     over chunks of that many slices (the remainder in one more vmapped call)."""
     if batch_size is None:
         return scan(lambda _, x: ((), f(x)), (), xs)[1]
-    from lamina_tracing_core import api
-    from lamina_tracing_core.lax import structural
     leaves = tu.tree_leaves(xs)
     n = _infer_scan_length(leaves, None)
     num_batches, remainder = divmod(n, int(batch_size))
     cut = num_batches * int(batch_size)
 
     def batched(x: Any) -> Any:
-        a = aval_of(x)
+        a = get_aval(x)
         head = structural.slice_in_dim(x, 0, cut, 1, 0)
         return structural.reshape(head, (num_batches, int(batch_size)) + a.shape[1:])
 
     ys = scan(lambda _, x: ((), api.vmap(f)(x)), (), tu.tree_map(batched, xs))[1]
-    ys = tu.tree_map(lambda y: structural.reshape(y, (cut,) + aval_of(y).shape[2:]), ys)
+    ys = tu.tree_map(lambda y: structural.reshape(y, (cut,) + get_aval(y).shape[2:]), ys)
     if remainder:
         rest = api.vmap(f)(tu.tree_map(lambda x: structural.slice_in_dim(x, cut, n, 1, 0), xs))
         ys = tu.tree_map(lambda a, b: structural.concatenate([a, b], 0), ys, rest)
@@ -128,8 +127,8 @@ def scan_with_debug_info(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs
     xs_flat, xs_tree = tu.tree_flatten(xs)
     in_tree = tu.tree_structure((init, xs))
     length = _infer_scan_length(xs_flat, length)
-    x_avals = [_slice_aval(aval_of(x)) for x in xs_flat]
-    init_avals = [aval_of(x) for x in init_flat]
+    x_avals = [_slice_aval(get_aval(x)) for x in xs_flat]
+    init_avals = [get_aval(x) for x in init_flat]
 
     body, carry_tree, carry_avals, ys_tree = _trace_scan_body(f, in_tree, init_avals, x_avals,
                                                               dbg)
@@ -137,7 +136,7 @@ def scan_with_debug_info(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs
         promoted, changed = _promote_weak_inits(init_flat, init_avals, carry_avals)
         if changed:
             init_flat = promoted
-            init_avals = [aval_of(x) for x in init_flat]
+            init_avals = [get_aval(x) for x in init_flat]
             body, carry_tree, carry_avals, ys_tree = _trace_scan_body(
                 f, in_tree, init_avals, x_avals, dbg)
     err = carry_type_error("scan body", f, init_tree, init_avals, carry_tree, carry_avals)
@@ -170,7 +169,6 @@ def _promote_weak_inits(init_flat: list[Any], init_avals: Sequence[ShapedArray],
                         carry_avals: Sequence[ShapedArray]) -> tuple[list[Any], bool]:
     """Weakly typed inits (Python scalars) take the type the body gives the
     carry, as in JAX (``scan(f, 0, xs)`` with a float32 carry)."""
-    from lamina_tracing_core.lax import convert
     out, changed = [], False
     for x, a, b in zip(init_flat, init_avals, carry_avals):
         if a.weak_type and not typematch(a, b) and a.shape == b.shape:
@@ -183,7 +181,7 @@ def _promote_weak_inits(init_flat: list[Any], init_avals: Sequence[ShapedArray],
 
 
 def _infer_scan_length(xs_flat: Sequence[Any], length: Any) -> int:
-    avals = [aval_of(x) for x in xs_flat]
+    avals = [get_aval(x) for x in xs_flat]
     if any(a.ndim == 0 for a in avals):
         raise ValueError("scan got value with no leading axis to scan over: "
                          + ", ".join(str(x) for x, a in zip(xs_flat, avals) if a.ndim == 0)
@@ -257,7 +255,6 @@ scan_p.def_effects(_scan_effects)
 
 
 def _stack(values: Sequence[Any], aval: ShapedArray, length: int) -> Any:
-    from lamina_tracing_core.lax import structural
     if not values:
         return structural.full((length,) + aval.shape, np.zeros((), aval.dtype), aval.dtype)
     rows = [structural.broadcast_in_dim(v, (1,) + aval.shape, tuple(range(1, aval.ndim + 1)))
@@ -269,7 +266,6 @@ def _scan_impl(*args: Any, reverse: bool, length: int, jaxpr: ClosedJaxpr, num_c
                num_carry: int, unroll: int) -> list[Any]:
     """Eager evaluation: a Python loop evaluating the body (the runtime may
     register a compiled implementation instead)."""
-    from lamina_tracing_core.lax import structural
     consts, carry, xs = split_list(args, [num_consts, num_carry])
     ys_per_step: list[list[Any]] = []
     steps = range(length - 1, -1, -1) if reverse else range(length)
@@ -338,7 +334,7 @@ def _scan_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, reverse: bool,
     carry, carry_dot, ys, ys_dot = split_list(outs, [num_carry, len(init_dot), num_ys])
     primals_out = carry + ys
     nz_iter = iter(carry_dot + ys_dot)
-    tangents_out = [next(nz_iter) if n else Zero(tangent_aval(aval_of(p)))
+    tangents_out = [next(nz_iter) if n else Zero(tangent_aval(get_aval(p)))
                     for p, n in zip(primals_out, carry_nz + ys_nz)]
     return primals_out, tangents_out
 

@@ -9,7 +9,8 @@ changes), ``indexing`` (dynamic slices, gather/scatter), ``reductions``,
 ``helpers`` holds the rule builders other layers can reuse.
 """
 
-from lamina_tracing_core import ad_util as _ad_util
+from lamina_tracing_core.avals import dtype_of as _dtype_of
+from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.lax import collectives as collectives
 from lamina_tracing_core.lax import common as common
 from lamina_tracing_core.lax import convert as convert
@@ -33,38 +34,40 @@ from lamina_tracing_core.lax.prng import *  # noqa: F401,F403
 from lamina_tracing_core.lax.reductions import *  # noqa: F401,F403
 from lamina_tracing_core.lax.sorting import *  # noqa: F401,F403
 from lamina_tracing_core.lax.structural import *  # noqa: F401,F403
+from lamina_tracing_core import core as _core
 
 # Rules whose results are memoized while tracing (``core.abstract_eval_cached``):
 # the first-order primitives whose abstract evaluation reads only the avals and
 # params and costs more than the memo lookup. (Elementwise rules have fast
 # paths cheaper than a lookup and memoize their slow path themselves;
 # collectives read the axis environment.)
-def _register_cacheable_abstract_evals() -> None:
-    from lamina_tracing_core import core as _core
-    from lamina_tracing_core.primitives import Primitive as _Primitive
-    for module in (structural, reductions, indexing, linalg, cumulative, sorting):
-        for value in vars(module).values():
-            if isinstance(value, _Primitive) and not value.higher_order:
-                _core.cacheable_abstract_evals.add(value)
-    _core.cacheable_abstract_evals.update((elementwise.select_n_p, elementwise.clamp_p))
-
-
-_register_cacheable_abstract_evals()
-
-# Symbolic zeros that must become arrays are staged as broadcasts of a scalar.
-if structural._zeros_maker not in _ad_util.zeros_maker:
-    _ad_util.zeros_maker.append(structural._zeros_maker)
+_core.cacheable_abstract_evals.update((
+    structural.broadcast_in_dim_p, structural.reshape_p, structural.transpose_p,
+    structural.iota_p, structural.squeeze_p, structural.rev_p, structural.pad_p,
+    structural.concatenate_p, structural.slice_p, structural.copy_p,
+    reductions.reduce_sum_p, reductions.reduce_prod_p, reductions.reduce_max_p,
+    reductions.reduce_min_p, reductions.reduce_and_p, reductions.reduce_or_p,
+    reductions.reduce_xor_p, reductions.argmax_p, reductions.argmin_p,
+    indexing.gather_p, indexing.scatter_p, indexing.scatter_add_p, indexing.scatter_sub_p,
+    indexing.scatter_mul_p, indexing.scatter_min_p, indexing.scatter_max_p,
+    indexing.dynamic_slice_p, indexing.dynamic_update_slice_p,
+    linalg.dot_general_p, linalg.conv_general_dilated_p,
+    cumulative.cumsum_p, cumulative.cumprod_p, cumulative.cummax_p, cumulative.cummin_p,
+    cumulative.cumlogsumexp_p,
+    sorting.sort_p, sorting.top_k_p,
+    elementwise.select_n_p, elementwise.clamp_p,
+))
 
 _reduce_sum = reductions.reduce_sum
 _reduce_max = reductions.reduce_max
 _reduce_min = reductions.reduce_min
 _reduce_prod = reductions.reduce_prod
 _const = common.const
-dtype = common.dtype_of
+dtype = _dtype_of
 
 
 def asarray(x: object) -> object:
     """``x`` as a lamina array value: arrays and tracers unchanged, Python
     scalars as weakly typed constants, numpy values as strong constants."""
-    common.typeof(x)  # validates x is array-like
+    get_aval(x)  # validates x is array-like
     return x

@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import batching, core, dtypes
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
-from lamina_tracing_core.lax import common, helpers, reductions
+from lamina_tracing_core.lax import common, convert, helpers, reductions
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
-from lamina_tracing_core.lax.common import typeof
 from lamina_tracing_core.primitives import Primitive, effect_rules, transpose_rules
+from lamina_linear_util import tree_util
 
 Array = Any
 AxisName = Any
@@ -75,7 +75,6 @@ def _canonical_groups(groups: Any) -> tuple[tuple[int, ...], ...] | None:
 
 
 def _tree_map(f: Any, x: Any) -> Any:
-    from lamina_linear_util import tree_util
     return tree_util.tree_map(f, x)
 
 
@@ -126,14 +125,13 @@ def psum(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None) -> Any:
     groups = _canonical_groups(axis_index_groups)
 
     def bind(leaf: Any) -> Any:
-        if typeof(leaf).dtype == dtypes.bool_:
-            from lamina_tracing_core.lax import convert
+        if get_aval(leaf).dtype == dtypes.bool_:
             leaf = convert.convert_element_type(leaf, dtypes.int32)
         if not _is_tracer(leaf):
             named, pos = _named(axes), tuple(a for a in axes if isinstance(a, int))
             size = len(groups[0]) if groups is not None else axis_size(named)
             if pos:
-                nd = len(typeof(leaf).shape)
+                nd = len(get_aval(leaf).shape)
                 leaf = reductions.reduce_sum(leaf, [common.canonicalize_axis(a, nd) for a in pos])
             return ew.mul(common.const(leaf, size), leaf) if size != 1 else leaf
         return psum_p.bind(leaf, axes=axes, axis_index_groups=groups)
@@ -145,8 +143,16 @@ def pmean(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None) -> Any:
     """All-reduce mean over the named axis (integers give floats)."""
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
     n = _group_size(_named(_as_tuple(axis_name)), _canonical_groups(axis_index_groups))
-    from lamina_tracing_core import numpy_helpers
-    return _tree_map(lambda v: numpy_helpers.true_divide(v, n), total)
+    return _tree_map(lambda v: _divide_by_count(v, n), total)
+
+
+def _divide_by_count(total: Any, n: int) -> Any:
+    """``total / n`` as ``jnp.true_divide`` gives it: integers and booleans
+    become the default float type; the weak type is kept."""
+    aval = get_aval(total)
+    dtype = aval.dtype if aval.dtype in common.INEXACT else dtypes.default_float_dtype()
+    total = convert.convert_element_type_internal(total, dtype, aval.weak_type)
+    return ew.div(total, convert.convert_element_type_internal(n, dtype, aval.weak_type))
 
 
 def _pextremum(prim: Primitive, x: Any, axis_name: AxisName, axis_index_groups: Any) -> Any:
@@ -336,7 +342,7 @@ def all_gather(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None, ax
     size = _group_size(axes, groups)
 
     def bind(leaf: Any) -> Any:
-        nd = len(typeof(leaf).shape)
+        nd = len(get_aval(leaf).shape)
         dim = common.canonicalize_axis(axis, nd if tiled else nd + 1)
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=axes,
                                  axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
@@ -383,7 +389,7 @@ def psum_scatter(x: Any, axis_name: AxisName, *, scatter_dimension: int = 0,
     size = _group_size(axes, groups)
 
     def bind(leaf: Any) -> Any:
-        dim = common.canonicalize_axis(scatter_dimension, len(typeof(leaf).shape))
+        dim = common.canonicalize_axis(scatter_dimension, len(get_aval(leaf).shape))
         return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=axes,
                                      axis_index_groups=groups, axis_size=size,
                                      tiled=bool(tiled))
@@ -412,13 +418,13 @@ helpers.deflinear(reduce_scatter_p, _reduce_scatter_transpose)
 
 
 def _split_axis(x: Any, axis: int, factor: int) -> Any:
-    shape = list(typeof(x).shape)
+    shape = list(get_aval(x).shape)
     shape[axis:axis + 1] = [factor, shape[axis] // factor]
     return st.reshape(x, tuple(shape))
 
 
 def _fold_axis(x: Any, axis: int) -> Any:
-    shape = list(typeof(x).shape)
+    shape = list(get_aval(x).shape)
     shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
     return st.reshape(x, tuple(shape))
 
@@ -443,7 +449,7 @@ def _all_gather_batch(axis_data: Any, args: Any, dims: Any, *, all_gather_dimens
         raise ValueError("all_gather over several axes (or axis_index_groups) including one "
                          "bound by vmap is not supported")
     if d is None:
-        shape = list(typeof(x).shape)
+        shape = list(get_aval(x).shape)
         shape.insert(all_gather_dimension, axis_data.size)
         kept = tuple(i for i in range(len(shape)) if i != all_gather_dimension)
         y = st.broadcast_in_dim(x, tuple(shape), kept)
@@ -524,7 +530,7 @@ def all_to_all(x: Any, axis_name: AxisName, split_axis: int, concat_axis: int, *
         axis_name = tuple(axis_name)
 
     def bind(leaf: Any) -> Any:
-        shape = typeof(leaf).shape
+        shape = get_aval(leaf).shape
         nd = len(shape)
         split = common.canonicalize_axis(split_axis, nd)
         concat = common.canonicalize_axis(concat_axis, nd)
@@ -593,7 +599,7 @@ def _all_to_all_batch(axis_data: Any, args: Any, dims: Any, *, split_axis: int,
         d_out = d
         x = _split_axis(x, axis, size)
         d += 1 if axis <= d else 0
-        perm = list(range(len(typeof(x).shape)))
+        perm = list(range(len(get_aval(x).shape)))
         perm[d], perm[axis] = perm[axis], perm[d]
         return _fold_axis(st.transpose(x, tuple(perm)), axis), d_out
     x = _fold_axis(helpers.moveaxis(x, d, concat_axis), concat_axis)

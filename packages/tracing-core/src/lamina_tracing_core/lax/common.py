@@ -14,49 +14,30 @@ import numpy as np
 
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import canonicalize_axis as canonicalize_axis
+from lamina_tracing_core.avals import canonicalize_shape as canonicalize_shape
+# the dtype categories and checks live in dtypes, shared with the base primitives
+from lamina_tracing_core.dtypes import BOOL as BOOL
+from lamina_tracing_core.dtypes import SIGNED as SIGNED
+from lamina_tracing_core.dtypes import UNSIGNED as UNSIGNED
+from lamina_tracing_core.dtypes import INT as INT
+from lamina_tracing_core.dtypes import FLOAT as FLOAT
+from lamina_tracing_core.dtypes import COMPLEX as COMPLEX
+from lamina_tracing_core.dtypes import INEXACT as INEXACT
+from lamina_tracing_core.dtypes import NUM as NUM
+from lamina_tracing_core.dtypes import ANY as ANY
+from lamina_tracing_core.dtypes import ORDERED as ORDERED
+from lamina_tracing_core.dtypes import BOOL_OR_INT as BOOL_OR_INT
+from lamina_tracing_core.dtypes import COMPLEX_ELEMENT as COMPLEX_ELEMENT
+from lamina_tracing_core.dtypes import category_names as category_names
+from lamina_tracing_core.dtypes import check_dtype as check_dtype
+from lamina_tracing_core.dtypes import python_scalar_for as python_scalar_for
 
 #: What lax functions accept as an array: tracers, runtime arrays, numpy
 #: arrays and Python/numpy scalars.
 ArrayLike = Any
 DType = np.dtype[Any]
 Shape = tuple[int, ...]
-
-# --- dtype categories ----------------------------------------------------------
-BOOL: frozenset[DType] = frozenset({dtypes.bool_})
-SIGNED: frozenset[DType] = frozenset({dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64})
-UNSIGNED: frozenset[DType] = frozenset({dtypes.uint8, dtypes.uint16, dtypes.uint32,
-                                        dtypes.uint64})
-INT: frozenset[DType] = SIGNED | UNSIGNED
-FLOAT: frozenset[DType] = frozenset({dtypes.bfloat16, dtypes.float16, dtypes.float32,
-                                     dtypes.float64})
-COMPLEX: frozenset[DType] = frozenset({dtypes.complex64, dtypes.complex128})
-INEXACT: frozenset[DType] = FLOAT | COMPLEX
-NUM: frozenset[DType] = INT | INEXACT
-ANY: frozenset[DType] = NUM | BOOL
-ORDERED: frozenset[DType] = INT | FLOAT | BOOL
-BOOL_OR_INT: frozenset[DType] = INT | BOOL
-#: The element types ``complex`` accepts (XLA has no f16/bf16 complex).
-COMPLEX_ELEMENT: frozenset[DType] = frozenset({dtypes.float32, dtypes.float64})
-
-_CATEGORY_NAMES: list[tuple[frozenset[DType], str]] = [
-    (BOOL, "bool"), (SIGNED, "signedinteger"), (UNSIGNED, "unsignedinteger"),
-    (FLOAT, "floating"), (COMPLEX, "complexfloating")]
-
-
-def category_names(accepted: frozenset[DType]) -> str:
-    """``floating, complexfloating``: how error messages name a category."""
-    names = []
-    rest = set(accepted)
-    if INT <= accepted:
-        names.append("integer")
-        rest -= INT
-    for cat, name in _CATEGORY_NAMES:
-        if cat <= rest:
-            names.append(name)
-            rest -= cat
-    names.extend(sorted(str(d) for d in rest))
-    return ", ".join(names)
-
 
 _REAL_OF_COMPLEX: dict[DType, DType] = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
 _COMPLEX_OF_REAL: dict[DType, DType] = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
@@ -75,24 +56,12 @@ def complex_dtype(dtype: DType) -> DType:
 
 
 # --- values and their avals ----------------------------------------------------
-def typeof(x: Any) -> ShapedArray:
-    """The aval of a value: a tracer's ``.aval``, or ``get_aval`` for others."""
-    aval = getattr(x, "aval", None)
-    if isinstance(aval, ShapedArray):
-        return aval
-    return get_aval(x)
-
-
-def dtype_of(x: Any) -> DType:
-    return typeof(x).dtype
-
-
 def shape_of(x: Any) -> Shape:
-    return typeof(x).shape
+    return get_aval(x).shape
 
 
 def ndim_of(x: Any) -> int:
-    return len(typeof(x).shape)
+    return len(get_aval(x).shape)
 
 
 def const(example: Any, value: Any) -> Any:
@@ -102,42 +71,12 @@ def const(example: Any, value: Any) -> Any:
     else a strongly typed numpy array of its dtype."""
     if isinstance(example, np.dtype):
         return np.array(value, example)
-    aval = example if isinstance(example, ShapedArray) else typeof(example)
+    aval = example if isinstance(example, ShapedArray) else get_aval(example)
     if aval.weak_type and not aval.shape:
         py_type = python_scalar_for(aval.dtype)
         if py_type is not None:
             return py_type(value)
     return np.array(value, aval.dtype)
-
-
-def python_scalar_for(dtype: np.dtype[Any]) -> type | None:
-    """The Python scalar type whose weak aval has ``dtype`` (if any)."""
-    if dtype == dtypes.default_int_dtype():
-        return int
-    if dtype == dtypes.default_float_dtype():
-        return float
-    if dtype == dtypes.default_complex_dtype():
-        return complex
-    return None
-
-
-# --- checks --------------------------------------------------------------------
-_FLOAT0_MSG = ("float0s do not support any operations by design, because they are "
-               "not compatible with non-trivial vector spaces; if you did not expect "
-               "a float0 you may have taken a gradient with respect to an integer "
-               "argument")
-
-
-def check_dtype(name: str, aval: ShapedArray, accepted: frozenset[DType],
-                position: int | None = None) -> None:
-    """Raises a TypeError naming ``name`` when ``aval``'s dtype is not accepted."""
-    if aval.dtype in accepted:
-        return
-    where = "" if position is None else f" at position {position}"
-    if aval.dtype == dtypes.float0:
-        raise TypeError(f"{name} was called with a float0 argument{where}: {_FLOAT0_MSG}.")
-    raise TypeError(f"{name} does not accept dtype {aval.dtype.name}{where}. Accepted "
-                    f"dtypes{where} are subtypes of {category_names(accepted)}.")
 
 
 #: lax names -> the jnp function that promotes (quoted in dtype errors, as JAX).
@@ -192,22 +131,6 @@ def broadcasting_shape(name: str, *shapes: Shape) -> Shape:
     return tuple(out)
 
 
-def canonicalize_shape(shape: Any, context: str = "") -> Shape:
-    """A shape given by the user as a tuple of non-negative ints."""
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    try:
-        out = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        what = f"{context} " if context else ""
-        raise TypeError(f"{what}shapes must be 1D sequences of concrete values of integer "
-                        f"type, got {shape!r}.") from None
-    if any(d < 0 for d in out):
-        what = f"{context}: " if context else ""
-        raise TypeError(f"{what}shape dimensions must be non-negative, got {out}")
-    return out
-
-
 def as_int_tuple(name: str, arg_name: str, value: Any) -> tuple[int, ...]:
     """A parameter that must be a sequence of Python ints (axes, strides...)."""
     if isinstance(value, (int, np.integer)):
@@ -217,11 +140,3 @@ def as_int_tuple(name: str, arg_name: str, value: Any) -> tuple[int, ...]:
     except TypeError:
         raise TypeError(f"{name}: {arg_name} must be a sequence of integers, got "
                         f"{value!r}") from None
-
-
-def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
-    """``axis`` in ``[0, ndim)``, counting negative axes from the end."""
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
-    return axis + ndim if axis < 0 else axis

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
-from lamina_tracing_core.lax.common import ArrayLike, typeof
+from lamina_tracing_core.lax.common import ArrayLike
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules
 
 Array = Any
@@ -53,7 +53,7 @@ cumlogsumexp_p = _cumulative("cumlogsumexp", common.FLOAT)
 
 
 def _bind(prim: Primitive, operand: ArrayLike, axis: int, reverse: bool) -> Array:
-    nd = len(typeof(operand).shape)
+    nd = len(get_aval(operand).shape)
     return prim.bind(operand, axis=common.canonicalize_axis(axis, nd), reverse=bool(reverse))
 
 
@@ -82,8 +82,8 @@ def cumlogsumexp(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Ar
 def _interleave(a: Any, b: Any, axis: int) -> Any:
     """Elements of ``a`` and ``b`` alternating along ``axis`` (``a`` first); ``a``
     is as long as ``b`` or one longer."""
-    a_shape, b_shape = typeof(a).shape, typeof(b).shape
-    dtype = typeof(a).dtype
+    a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+    dtype = get_aval(a).dtype
     zero = np.zeros((), dtype)
     nd = len(a_shape)
     a_cfg = [(0, 0, 0)] * nd
@@ -104,14 +104,14 @@ def associative_scan(fn: Callable[..., Any], elems: Sequence[Any], reverse: bool
         elems = [st.rev(e, (axis,)) for e in elems]
 
     def scan(xs: list[Any]) -> list[Any]:
-        n = typeof(xs[0]).shape[axis]
+        n = get_aval(xs[0]).shape[axis]
         if n < 2:
             return xs
         evens_in = [st.slice_in_dim(x, 0, n - 1, 2, axis) for x in xs]
         odds_in = [st.slice_in_dim(x, 1, n, 2, axis) for x in xs]
         odd = scan(list(fn(evens_in, odds_in)))
         if n % 2 == 0:
-            even = fn([st.slice_in_dim(o, 0, typeof(o).shape[axis] - 1, 1, axis) for o in odd],
+            even = fn([st.slice_in_dim(o, 0, get_aval(o).shape[axis] - 1, 1, axis) for o in odd],
                       [st.slice_in_dim(x, 2, n, 2, axis) for x in xs])
         else:
             even = fn(odd, [st.slice_in_dim(x, 2, n, 2, axis) for x in xs])

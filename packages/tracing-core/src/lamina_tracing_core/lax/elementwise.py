@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.base_primitives import broadcast_in_dim, convert_element_type, full_like
 from lamina_tracing_core.lax import common, helpers
-from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import (
     ANY, BOOL_OR_INT, COMPLEX, COMPLEX_ELEMENT, FLOAT, INEXACT, INT, NUM, ORDERED, SIGNED,
-    ArrayLike, DType, const, typeof)
+    ArrayLike, DType, const)
 from lamina_tracing_core.lax.helpers import (
     defbroadcasting, defjvp, defjvp2, defjvp_zero, deflinear, defvectorized, unbroadcast)
-from lamina_tracing_core.pretty_print import hide_default_params, param_printers
+from lamina_tracing_core.jaxpr import hide_default_params, param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 
 Array = Any
@@ -189,15 +189,15 @@ def _complex_result(*dtypes_: DType) -> DType:
 
 
 def _zeros(x: Any) -> Any:
-    return st.full_like(x, 0)
+    return full_like(x, 0)
 
 
 def _ones(x: Any) -> Any:
-    return st.full_like(x, 1)
+    return full_like(x, 1)
 
 
 def _is_complex(x: Any) -> bool:
-    return typeof(x).dtype in COMPLEX
+    return get_aval(x).dtype in COMPLEX
 
 
 # --- unary math ----------------------------------------------------------------
@@ -456,7 +456,7 @@ def complex(x: ArrayLike, y: ArrayLike) -> Array:
 
 def conj(x: ArrayLike) -> Array:
     """Elementwise complex conjugate (a real input becomes complex)."""
-    return conj_p.bind(x, input_dtype=typeof(x).dtype)
+    return conj_p.bind(x, input_dtype=get_aval(x).dtype)
 
 
 def abs(x: ArrayLike) -> Array:
@@ -638,7 +638,7 @@ def _select_n_transpose(ct: Any, which: Any, *cases: Any) -> list[Any]:
     if helpers.is_zero(ct):
         return [None] + helpers.zero_cts(cases)
     zeros = _zeros(ct)
-    which_aval = typeof(which)
+    which_aval = get_aval(which)
     outs: list[Any] = [None]
     for i, case in enumerate(cases):
         if not helpers.is_undefined_primal(case):
@@ -655,8 +655,8 @@ def _select_n_batch(args: Any, dims: Any) -> Any:
     which, *cases = args
     which_dim, *case_dims = dims
     size = helpers.batch_size(args, dims)
-    which_shape = typeof(which).shape
-    case_shape = typeof(cases[0]).shape
+    which_shape = get_aval(which).shape
+    case_shape = get_aval(cases[0]).shape
     if all(d == which_dim for d in case_dims) and which_shape == case_shape:
         return select_n_p.bind(which, *cases), which_dim
     if which_dim is None and not which_shape and all(d is not None for d in case_dims):
@@ -665,14 +665,14 @@ def _select_n_batch(args: Any, dims: Any) -> Any:
         return select_n_p.bind(which, *moved), d0
     # General case: everything batched at the front, at full case rank.
     cases = [helpers.bdim_at_front(c, d, size) for c, d in zip(cases, case_dims)]
-    full = typeof(cases[0]).shape
+    full = get_aval(cases[0]).shape
     if which_dim is None:
         if which_shape:
             which = helpers.broadcast_batch(which, size, 0)
     else:
         which = helpers.moveaxis(which, which_dim, 0)
         if not which_shape[:which_dim] + which_shape[which_dim + 1:]:  # batched scalar
-            which = st.broadcast_in_dim(which, full, (0,))
+            which = broadcast_in_dim(which, full, (0,))
     return select_n_p.bind(which, *cases), 0
 
 
@@ -708,7 +708,7 @@ def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:
 
 
 def _clamp_jvp_min(g: Any, min: Any, operand: Any, max: Any) -> Any:
-    g = helpers.maybe_broadcast(typeof(operand).shape, g)
+    g = helpers.maybe_broadcast(get_aval(operand).shape, g)
     return select(bitwise_and(gt(min, operand), lt(min, max)), g, _zeros(operand))
 
 
@@ -717,7 +717,7 @@ def _clamp_jvp_operand(g: Any, min: Any, operand: Any, max: Any) -> Any:
 
 
 def _clamp_jvp_max(g: Any, min: Any, operand: Any, max: Any) -> Any:
-    g = helpers.maybe_broadcast(typeof(operand).shape, g)
+    g = helpers.maybe_broadcast(get_aval(operand).shape, g)
     return select(lt(max, operand), g, _zeros(operand))
 
 
@@ -728,25 +728,25 @@ def _clamp_batch(args: Any, dims: Any) -> Any:
     min, x, max = args
     min_d, x_d, max_d = dims
     size = helpers.batch_size(args, dims)
-    if x_d is not None and min_d is None and max_d is None and not typeof(min).shape \
-            and not typeof(max).shape:
+    if x_d is not None and min_d is None and max_d is None and not get_aval(min).shape \
+            and not get_aval(max).shape:
         return clamp_p.bind(min, x, max), x_d
-    if min_d == x_d == max_d and typeof(min).shape == typeof(x).shape == typeof(max).shape:
+    if min_d == x_d == max_d and get_aval(min).shape == get_aval(x).shape == get_aval(max).shape:
         return clamp_p.bind(min, x, max), x_d
-    x_unbatched_shape = list(typeof(x).shape)
+    x_unbatched_shape = list(get_aval(x).shape)
     if x_d is not None:
         del x_unbatched_shape[x_d]
     x = helpers.bdim_at_front(x, x_d, size)
-    full = typeof(x).shape
+    full = get_aval(x).shape
 
     def fix(bound: Any, d: int | None) -> Any:
         if d is None:
-            if not typeof(bound).shape:
+            if not get_aval(bound).shape:
                 return bound
             return helpers.broadcast_batch(bound, size, 0)
         bound = helpers.moveaxis(bound, d, 0)
-        if typeof(bound).shape != full:  # a batched scalar
-            bound = st.broadcast_in_dim(bound, full, (0,))
+        if get_aval(bound).shape != full:  # a batched scalar
+            bound = broadcast_in_dim(bound, full, (0,))
         return bound
 
     return clamp_p.bind(fix(min, min_d), x, fix(max, max_d)), 0
@@ -833,17 +833,12 @@ def _replace_zero(x: Any) -> Any:
 
 def _abs_jvp(g: Any, ans: Any, x: Any) -> Any:
     if _is_complex(x):
-        ratio = div(conj(x), _replace_zero(convert(ans, typeof(x).dtype)))
+        ratio = div(conj(x), _replace_zero(convert_element_type(ans, get_aval(x).dtype)))
         return real(mul(g, ratio))
     return select(ge(x, const(x, 0)), g, neg(g))
 
 
 defjvp2(abs_p, _abs_jvp)
-
-
-def convert(x: Any, dtype: DType) -> Any:
-    from lamina_tracing_core.lax import convert as _convert
-    return _convert.convert_element_type(x, dtype)
 
 
 def _add_jvp(primals: Any, tangents: Any) -> Any:
@@ -926,18 +921,18 @@ defjvp(rem_p,
 
 
 def _pow_jvp_lhs(g: Any, ans: Any, x: Any, y: Any) -> Any:
-    x_dtype = typeof(x).dtype
-    if typeof(y).dtype in INT:
-        shape = common.broadcasting_shape("pow", typeof(x).shape, typeof(y).shape)
-        yf = convert(helpers.maybe_broadcast(shape, y), x_dtype)
+    x_dtype = get_aval(x).dtype
+    if get_aval(y).dtype in INT:
+        shape = common.broadcasting_shape("pow", get_aval(x).shape, get_aval(y).shape)
+        yf = convert_element_type(helpers.maybe_broadcast(shape, y), x_dtype)
         xb = helpers.maybe_broadcast(shape, x)
         jac = select(eq(yf, const(yf, 0)), _zeros(yf),
                      mul(_replace_zero(yf), pow(xb, sub(yf, const(yf, 1)))))
     else:
         # as JAX: both in their common dtype, strongly typed (so the
         # derivative of x ** 0.5 is strong even for a weak x)
-        y = convert(y, typeof(y).dtype)
-        jac = mul(y, pow(convert(x, x_dtype), sub(y, const(y, 1))))
+        y = convert_element_type(y, get_aval(y).dtype)
+        jac = mul(y, pow(convert_element_type(x, x_dtype), sub(y, const(y, 1))))
     return mul(g, jac)
 
 
@@ -952,7 +947,7 @@ def _balanced_eq(x: Any, z: Any, y: Any) -> Any:
     """1 where x == z and y != z, 1/2 where both equal z, else 0: ties between
     max/min arguments share the derivative."""
     return div(select(eq(x, z), _ones(z), _zeros(z)),
-               select(eq(y, z), st.full_like(z, 2), _ones(z)))
+               select(eq(y, z), full_like(z, 2), _ones(z)))
 
 
 defjvp2(max_p,
@@ -965,11 +960,11 @@ defjvp2(min_p,
 
 # Complex parts: all linear.
 def _real_transpose(ct: Any, x: Any) -> list[Any]:
-    return [complex(ct, np.zeros((), typeof(ct).dtype))]
+    return [complex(ct, np.zeros((), get_aval(ct).dtype))]
 
 
 def _imag_transpose(ct: Any, x: Any) -> list[Any]:
-    return [complex(np.zeros((), typeof(ct).dtype), neg(ct))]
+    return [complex(np.zeros((), get_aval(ct).dtype), neg(ct))]
 
 
 def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:

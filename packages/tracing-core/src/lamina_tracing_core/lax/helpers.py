@@ -26,49 +26,47 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lamina_tracing_core import ad, ad_util
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.base_primitives import (  # shared with the interpreters
+    bdim_at_front,
+    broadcast_batch,
+    broadcast_in_dim,
+    deflinear,
+    deftranspose,
+    instantiate_zeros,
+    linear_jvp,
+    moveaxis,
+    reduce_sum,
+    reshape,
+    zero_cts,
+    zero_from_primal,
+)
+from lamina_tracing_core.ad_util import add_tangents
 from lamina_tracing_core.lax import common
-from lamina_tracing_core.lax.common import typeof
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from lamina_tracing_core.symbolic import (
+    Zero,
+    is_undefined_primal,
+    is_zero,
+    tangent_aval,
+)
 
-Zero = ad_util.Zero
-not_mapped = None
+__all__ = [
+    "Zero", "add_tangents", "batch_size", "bdim_at_front", "broadcast_batch", "broadcast_batcher",
+    "ct_aval", "defbilinear", "defbroadcasting", "defjvp", "defjvp2", "defjvp_zero",
+    "deflinear", "deftranspose", "defvectorized", "instantiate", "instantiate_zeros",
+    "is_undefined_primal", "is_zero", "linear_jvp", "maybe_broadcast", "moveaxis",
+    "unbroadcast", "vectorized_batcher", "zero_cts", "zero_from_primal",
+]
+
+#: ``instantiate(t)``: an actual array for a tangent that may be a symbolic zero.
+instantiate = instantiate_zeros
 
 
 # --- tangents -------------------------------------------------------------------
-def is_zero(t: Any) -> bool:
-    return type(t) is Zero
-
-
-def zero_from_primal(x: Any) -> Any:
-    """The symbolic zero tangent of the primal value ``x``."""
-    return Zero(ad_util.tangent_aval(typeof(x)))
-
-
-def instantiate(t: Any) -> Any:
-    """An actual array for a tangent that may be a symbolic zero."""
-    if type(t) is Zero:
-        return ad_util.zeros_like_aval(t.aval)
-    return t
-
-
-def add_tangents(a: Any, b: Any) -> Any:
-    return ad_util.add_tangents(a, b)
-
-
-def is_undefined_primal(x: Any) -> bool:
-    return bool(ad.is_undefined_primal(x))
-
-
 def ct_aval(x: Any) -> ShapedArray:
     """The aval of the cotangent of ``x`` (an UndefinedPrimal or a value)."""
-    return x.aval if is_undefined_primal(x) else ad_util.tangent_aval(typeof(x))
-
-
-def zero_cts(invals: Sequence[Any]) -> list[Any]:
-    """The transpose result for a zero cotangent: zeros for linear inputs."""
-    return [Zero(x.aval) if is_undefined_primal(x) else None for x in invals]
+    return x.aval if is_undefined_primal(x) else tangent_aval(get_aval(x))
 
 
 # --- JVP rule builders ----------------------------------------------------------
@@ -78,10 +76,10 @@ JvpFn = Callable[..., Any] | None
 def _sum_contributions(out: Any, contributions: list[Any]) -> Any:
     if not contributions:
         return zero_from_primal(out)
-    out_shape = typeof(out).shape
+    out_shape = get_aval(out).shape
     acc = None
     for c in contributions:
-        if typeof(c).shape != out_shape:
+        if get_aval(c).shape != out_shape:
             c = maybe_broadcast(out_shape, c)
         acc = c if acc is None else add_tangents(acc, c)
     return acc
@@ -123,44 +121,6 @@ def defjvp_zero(prim: Primitive) -> None:
     jvp_rules[prim] = rule
 
 
-def linear_jvp(prim: Primitive, primals: Sequence[Any], tangents: Sequence[Any],
-               **params: Any) -> Any:
-    """The JVP of a primitive linear in all arguments: apply it to the tangents."""
-    out = prim.bind(*primals, **params)
-    if all(type(t) is Zero for t in tangents):
-        if prim.multiple_results:
-            return out, [zero_from_primal(o) for o in out]
-        return out, zero_from_primal(out)
-    return out, prim.bind(*[instantiate(t) for t in tangents], **params)
-
-
-def deflinear(prim: Primitive, transpose: Callable[..., list[Any]]) -> None:
-    """``prim`` is linear in every argument; ``transpose(ct, *invals, **params)``
-    sees only non-zero cotangents (zeros are handled here)."""
-
-    def jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> Any:
-        return linear_jvp(prim, primals, tangents, **params)
-
-    def transpose_rule(ct: Any, *invals: Any, **params: Any) -> list[Any]:
-        if type(ct) is Zero or (prim.multiple_results and all(type(c) is Zero for c in ct)):
-            return zero_cts(invals)
-        return transpose(ct, *invals, **params)
-
-    jvp_rules[prim] = jvp
-    transpose_rules[prim] = transpose_rule
-
-
-def deftranspose(prim: Primitive, transpose: Callable[..., list[Any]]) -> None:
-    """Registers a transpose rule that only sees non-zero cotangents."""
-
-    def transpose_rule(ct: Any, *invals: Any, **params: Any) -> list[Any]:
-        if type(ct) is Zero or (prim.multiple_results and all(type(c) is Zero for c in ct)):
-            return zero_cts(invals)
-        return transpose(ct, *invals, **params)
-
-    transpose_rules[prim] = transpose_rule
-
-
 def defbilinear(prim: Primitive, lhs_rule: Callable[..., Any],
                 rhs_rule: Callable[..., Any]) -> None:
     """``prim(x, y)`` is linear in each argument separately.
@@ -199,65 +159,36 @@ def defbilinear(prim: Primitive, lhs_rule: Callable[..., Any],
 def unbroadcast(aval: ShapedArray, x: Any) -> Any:
     """Sums ``x`` down to ``aval``'s shape, undoing implicit broadcasting of a
     rank-0 or size-1 operand (the transpose of elementwise broadcasting)."""
-    from lamina_tracing_core.lax import reductions, structural
-    x_shape = typeof(x).shape
+    x_shape = get_aval(x).shape
     if x_shape == aval.shape:
         return x
     if not aval.shape:
-        return reductions.reduce_sum(x, tuple(range(len(x_shape))))
+        return reduce_sum(x, tuple(range(len(x_shape))))
     dims = tuple(i for i, (a, b) in enumerate(zip(x_shape, aval.shape)) if a != b)
     if dims:
-        x = reductions.reduce_sum(x, dims)
-    return structural.reshape(x, aval.shape)
+        x = reduce_sum(x, dims)
+    return reshape(x, aval.shape)
 
 
 def maybe_broadcast(shape: common.Shape, x: Any) -> Any:
     """``x`` broadcast to ``shape`` when it is a rank-0 or size-1 operand."""
-    from lamina_tracing_core.lax import structural
-    x_shape = typeof(x).shape
+    x_shape = get_aval(x).shape
     if x_shape == shape:
         return x
     if not x_shape:
-        return structural.broadcast_in_dim(x, shape, ())
+        return broadcast_in_dim(x, shape, ())
     keep = tuple(i for i, (a, b) in enumerate(zip(x_shape, shape)) if a == b)
     if len(keep) != len(x_shape):
-        x = structural.reshape(x, tuple(x_shape[i] for i in keep))
-    return structural.broadcast_in_dim(x, shape, keep)
+        x = reshape(x, tuple(x_shape[i] for i in keep))
+    return broadcast_in_dim(x, shape, keep)
 
 
 # --- batching utilities ---------------------------------------------------------
-def moveaxis(x: Any, src: int, dst: int) -> Any:
-    """``x`` with axis ``src`` moved to position ``dst``."""
-    from lamina_tracing_core.lax import structural
-    if src == dst:
-        return x
-    ndim = len(typeof(x).shape)
-    perm = [i for i in range(ndim) if i != src]
-    perm.insert(dst, src)
-    return structural.transpose(x, tuple(perm))
-
-
-def broadcast_batch(x: Any, size: int, axis: int) -> Any:
-    """An unbatched ``x`` given a batch axis of ``size`` at ``axis``."""
-    from lamina_tracing_core.lax import structural
-    shape = list(typeof(x).shape)
-    dims = tuple(i if i < axis else i + 1 for i in range(len(shape)))
-    shape.insert(axis, size)
-    return structural.broadcast_in_dim(x, tuple(shape), dims)
-
-
-def bdim_at_front(x: Any, bdim: int | None, size: int) -> Any:
-    """``x`` with its batch dim first (broadcast to ``size`` when unbatched)."""
-    if bdim is None:
-        return broadcast_batch(x, size, 0)
-    return moveaxis(x, bdim, 0)
-
-
 def batch_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:
     """The size of the batch axis, read off the first batched argument."""
     for x, d in zip(args, dims):
         if d is not None:
-            return typeof(x).shape[d]
+            return get_aval(x).shape[d]
     raise ValueError("batching rule called without any batched argument")
 
 
@@ -280,7 +211,7 @@ def defvectorized(prim: Primitive) -> None:
 def broadcast_batcher(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None],
                       **params: Any) -> tuple[Any, Any]:
     """Batching of an n-ary elementwise primitive with implicit broadcasting."""
-    shapes = [typeof(x).shape for x in args]
+    shapes = [get_aval(x).shape for x in args]
     ref_shape: common.Shape = ()
     ref_dim: int | None = None
     for s, d in zip(shapes, dims):
@@ -294,13 +225,13 @@ def broadcast_batcher(prim: Primitive, args: Sequence[Any], dims: Sequence[int |
     # Otherwise batch dims go first; an unbatched operand gets a size-1 leading
     # axis and relies on the primitive's degenerate broadcasting.
     moved = [x if not s else bdim_at_front(x, d, 1) for x, s, d in zip(args, shapes, dims)]
-    ndim = max(len(typeof(x).shape) for x in moved)
+    ndim = max(len(get_aval(x).shape) for x in moved)
     final = []
-    from lamina_tracing_core.lax import structural
     for x, d in zip(moved, dims):
-        x_nd = len(typeof(x).shape)
+        x_nd = len(get_aval(x).shape)
         if d is not None and x_nd != ndim:
-            x = structural.expand_dims(x, tuple(range(x_nd, ndim)))
+            # trailing size-1 dims (an expand_dims)
+            x = broadcast_in_dim(x, get_aval(x).shape + (1,) * (ndim - x_nd), tuple(range(x_nd)))
         final.append(x)
     out = prim.bind(*final, **params)
     return out, ([0] * len(out) if prim.multiple_results else 0)

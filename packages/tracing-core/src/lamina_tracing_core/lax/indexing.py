@@ -20,13 +20,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.effects import no_effects
 from lamina_tracing_core.jaxpr import Jaxpr, JaxprDebugInfo, JaxprEqn, Var
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
-from lamina_tracing_core.lax.common import ArrayLike, typeof
+from lamina_tracing_core.lax.common import ArrayLike
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from lamina_tracing_core.source_info import SourceInfo
 
@@ -243,7 +243,7 @@ def gather(operand: ArrayLike, start_indices: ArrayLike,
         GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
     if parsed == GatherScatterMode.FILL_OR_DROP:
         if fill_value is None:
-            fill_value = default_fill_value(typeof(operand).dtype)
+            fill_value = default_fill_value(get_aval(operand).dtype)
     else:
         fill_value = None
     return gather_p.bind(operand, start_indices,
@@ -283,7 +283,7 @@ def _gather_transpose(ct: Any, operand: Any, indices: Any, *, dimension_numbers:
         raise ValueError("gather is not linear in its indices")
     if helpers.is_zero(ct):
         return [helpers.Zero(operand.aval), None]
-    zeros = st.full(operand.aval.shape, 0, typeof(ct).dtype)
+    zeros = st.full(operand.aval.shape, 0, get_aval(ct).dtype)
     out = scatter_add(zeros, indices, ct, _gather_to_scatter_dnums(dimension_numbers),
                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
                       mode=mode)
@@ -306,7 +306,7 @@ def _gather_batch(args: Any, dims: Any, *, dimension_numbers: GatherDimensionNum
             offset_dims=(0,) + _inc(d.offset_dims), collapsed_slice_dims=_inc(d.collapsed_slice_dims),
             start_index_map=_inc(d.start_index_map), operand_batching_dims=_inc(d.operand_batching_dims),
             start_indices_batching_dims=d.start_indices_batching_dims)
-        sizes = (typeof(operand).shape[0],) + slice_sizes
+        sizes = (get_aval(operand).shape[0],) + slice_sizes
         return gather_p.bind(operand, indices, dimension_numbers=dnums, slice_sizes=sizes,
                              unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
                              mode=mode, fill_value=fill_value), 0
@@ -320,7 +320,7 @@ def _gather_batch(args: Any, dims: Any, *, dimension_numbers: GatherDimensionNum
                              unique_indices=False, indices_are_sorted=False, mode=mode,
                              fill_value=fill_value), 0
     operand = helpers.moveaxis(operand, op_d, 0)
-    size = typeof(operand).shape[0]
+    size = get_aval(operand).shape[0]
     dnums = GatherDimensionNumbers(
         offset_dims=_inc(d.offset_dims), collapsed_slice_dims=_inc(d.collapsed_slice_dims),
         start_index_map=_inc(d.start_index_map),
@@ -455,7 +455,7 @@ def _update_jaxpr(prim: Primitive, dtype: np.dtype[Any]) -> Jaxpr:
 def _scatter_bind(prim: Primitive, operand: ArrayLike, indices: ArrayLike,
                   updates: ArrayLike, dimension_numbers: ScatterDimensionNumbers,
                   indices_are_sorted: bool, unique_indices: bool, mode: Any) -> Array:
-    jaxpr = None if prim is scatter_p else _update_jaxpr(prim, typeof(operand).dtype)
+    jaxpr = None if prim is scatter_p else _update_jaxpr(prim, get_aval(operand).dtype)
     return prim.bind(operand, indices, updates, update_jaxpr=jaxpr, update_consts=(),
                      dimension_numbers=_canonical_scatter_dnums(dimension_numbers),
                      indices_are_sorted=bool(indices_are_sorted),
@@ -529,7 +529,7 @@ def _window_slice_sizes(operand_shape: tuple[int, ...], updates_shape: tuple[int
 
 def _gather_windows(x: Any, indices: Any, updates_shape: tuple[int, ...],
                     d: ScatterDimensionNumbers, mode: Any, fill_value: Any = None) -> Any:
-    sizes = _window_slice_sizes(typeof(x).shape, updates_shape, d)
+    sizes = _window_slice_sizes(get_aval(x).shape, updates_shape, d)
     return gather(x, indices, _scatter_to_gather_dnums(d), sizes, mode=mode,
                   fill_value=fill_value)
 
@@ -625,7 +625,7 @@ def _scatter_extremal_jvp(prim: Primitive, primals: Any, tangents: Any, **params
         return out, helpers.zero_from_primal(out)
     g_operand = helpers.instantiate(g_operand)
     g_updates = helpers.instantiate(g_updates)
-    upd_shape = typeof(updates).shape
+    upd_shape = get_aval(updates).shape
     initial = _gather_windows(operand, indices, upd_shape, d, None)
     target = _gather_windows(out, indices, upd_shape, d, None)
     successful = ew.eq(updates, target)
@@ -670,7 +670,7 @@ def _scatter_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
         return out, scatter_p.bind(g_operand, indices, g_updates, **params)
     # With repeated indices, find which update won each position by scattering
     # ids, then express the result as a scatter-add of masked values.
-    upd_shape = typeof(updates).shape
+    upd_shape = get_aval(updates).shape
     ids_shape = list(upd_shape)
     for w in d.update_window_dims:
         ids_shape[w] = 1
@@ -678,7 +678,7 @@ def _scatter_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
     id_dtype = dtypes.uint32 if num_ids < 2 ** 31 else dtypes.uint64
     update_ids = ew.add(st.reshape(st.iota(id_dtype, num_ids), tuple(ids_shape)),
                         st.full(upd_shape, 1, id_dtype))
-    scattered_ids = scatter(st.full(typeof(operand).shape, 0, id_dtype), indices, update_ids,
+    scattered_ids = scatter(st.full(get_aval(operand).shape, 0, id_dtype), indices, update_ids,
                             d, **sp)
     gathered_ids = _gather_windows(scattered_ids, indices, upd_shape, d, None)
     operand_kept = ew.eq(scattered_ids, _zeros(scattered_ids))
@@ -698,7 +698,7 @@ def _scatter_transpose(ct: Any, operand: Any, indices: Any, updates: Any,
                                   "unique_indices=True")
     if helpers.is_undefined_primal(indices):
         raise ValueError("scatter is not linear in its indices")
-    upd_aval = updates.aval if helpers.is_undefined_primal(updates) else typeof(updates)
+    upd_aval = updates.aval if helpers.is_undefined_primal(updates) else get_aval(updates)
     if helpers.is_zero(ct):
         return [helpers.Zero(operand.aval) if helpers.is_undefined_primal(operand) else None,
                 None,
@@ -706,7 +706,7 @@ def _scatter_transpose(ct: Any, operand: Any, indices: Any, updates: Any,
     d = params["dimension_numbers"]
     operand_ct = updates_ct = None
     if helpers.is_undefined_primal(operand):
-        operand_ct = scatter(ct, indices, st.full(upd_aval.shape, 0, typeof(ct).dtype), d,
+        operand_ct = scatter(ct, indices, st.full(upd_aval.shape, 0, get_aval(ct).dtype), d,
                              indices_are_sorted=params["indices_are_sorted"],
                              unique_indices=True, mode=params["mode"])
     if helpers.is_undefined_primal(updates):
@@ -787,7 +787,7 @@ def _dynamic_slice_indices(operand_shape: tuple[int, ...], start_indices: Any,
     """Start indices as scalars, negative ones counted from the end (clamping
     to the valid range happens in the primitive)."""
     if not isinstance(start_indices, (list, tuple)):
-        idx_shape = typeof(start_indices).shape
+        idx_shape = get_aval(start_indices).shape
         if len(idx_shape) != 1:
             raise ValueError(f"Slice indices must be a 1D sequence, got {idx_shape}")
         start_indices = [index_in(start_indices, i) for i in range(idx_shape[0])]
@@ -798,7 +798,7 @@ def _dynamic_slice_indices(operand_shape: tuple[int, ...], start_indices: Any,
         allow_negative_indices = [allow_negative_indices] * len(start_indices)
     out: list[Any] = []
     for i, dim, allow_neg in zip(start_indices, operand_shape, allow_negative_indices):
-        aval = typeof(i)
+        aval = get_aval(i)
         if aval.dtype in common.UNSIGNED:
             out.append(i)
         elif isinstance(i, (int, np.integer)):
@@ -824,7 +824,7 @@ def dynamic_slice(operand: ArrayLike, start_indices: Any, slice_sizes: Sequence[
                   allow_negative_indices: bool | Sequence[bool] = True) -> Array:
     """A slice of ``slice_sizes`` at traced ``start_indices`` (clamped so the slice
     fits, as XLA does)."""
-    shape = typeof(operand).shape
+    shape = get_aval(operand).shape
     starts = _dynamic_slice_indices(shape, start_indices, allow_negative_indices)
     return dynamic_slice_p.bind(operand, *starts,
                                 slice_sizes=common.canonicalize_shape(slice_sizes,
@@ -833,9 +833,9 @@ def dynamic_slice(operand: ArrayLike, start_indices: Any, slice_sizes: Sequence[
 
 def dynamic_slice_in_dim(operand: ArrayLike, start_index: ArrayLike, slice_size: int,
                          axis: int = 0, *, allow_negative_indices: bool = True) -> Array:
-    shape = typeof(operand).shape
+    shape = get_aval(operand).shape
     axis = common.canonicalize_axis(axis, len(shape))
-    zero = np.array(0, typeof(start_index).dtype)
+    zero = np.array(0, get_aval(start_index).dtype)
     starts = [zero] * len(shape)
     sizes = list(shape)
     starts[axis] = start_index
@@ -849,7 +849,7 @@ def dynamic_index_in_dim(operand: ArrayLike, index: ArrayLike, axis: int = 0,
                                   allow_negative_indices=allow_negative_indices)
     if keepdims:
         return result
-    axis = common.canonicalize_axis(axis, len(typeof(operand).shape))
+    axis = common.canonicalize_axis(axis, len(get_aval(operand).shape))
     return st.squeeze(result, (axis,))
 
 
@@ -868,7 +868,7 @@ def _dynamic_slice_transpose(ct: Any, operand: Any, *starts: Any,
         raise ValueError("dynamic_slice is not linear in its start indices")
     if helpers.is_zero(ct):
         return [helpers.Zero(operand.aval)] + [None] * len(starts)
-    zeros = st.full(operand.aval.shape, 0, typeof(ct).dtype)
+    zeros = st.full(operand.aval.shape, 0, get_aval(ct).dtype)
     return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
 
 
@@ -925,16 +925,16 @@ def dynamic_update_slice(operand: ArrayLike, update: ArrayLike, start_indices: A
                          allow_negative_indices: bool | Sequence[bool] = True) -> Array:
     """``operand`` with ``update`` written at traced ``start_indices`` (clamped so
     it fits)."""
-    starts = _dynamic_slice_indices(typeof(operand).shape, start_indices,
+    starts = _dynamic_slice_indices(get_aval(operand).shape, start_indices,
                                     allow_negative_indices)
     return dynamic_update_slice_p.bind(operand, update, *starts)
 
 
 def dynamic_update_slice_in_dim(operand: ArrayLike, update: ArrayLike, start_index: ArrayLike,
                                 axis: int, *, allow_negative_indices: bool = True) -> Array:
-    shape = typeof(operand).shape
+    shape = get_aval(operand).shape
     axis = common.canonicalize_axis(axis, len(shape))
-    starts: list[Any] = [np.array(0, typeof(start_index).dtype)] * len(shape)
+    starts: list[Any] = [np.array(0, get_aval(start_index).dtype)] * len(shape)
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts,
                                 allow_negative_indices=allow_negative_indices)
@@ -942,9 +942,9 @@ def dynamic_update_slice_in_dim(operand: ArrayLike, update: ArrayLike, start_ind
 
 def dynamic_update_index_in_dim(operand: ArrayLike, update: ArrayLike, index: ArrayLike,
                                 axis: int, *, allow_negative_indices: bool = True) -> Array:
-    shape = typeof(operand).shape
+    shape = get_aval(operand).shape
     axis = common.canonicalize_axis(axis, len(shape))
-    if len(typeof(update).shape) == len(shape) - 1:
+    if len(get_aval(update).shape) == len(shape) - 1:
         update = st.expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(operand, update, index, axis,
                                        allow_negative_indices=allow_negative_indices)
@@ -970,10 +970,10 @@ def _dynamic_update_slice_transpose(ct: Any, operand: Any, update: Any,
                 helpers.Zero(update.aval) if helpers.is_undefined_primal(update) else None
                 ] + none
     upd_shape = update.aval.shape if helpers.is_undefined_primal(update) \
-        else typeof(update).shape
+        else get_aval(update).shape
     operand_ct = update_ct = None
     if helpers.is_undefined_primal(operand):
-        zeros = st.full(upd_shape, 0, typeof(ct).dtype)
+        zeros = st.full(upd_shape, 0, get_aval(ct).dtype)
         operand_ct = dynamic_update_slice_p.bind(ct, zeros, *starts)
     if helpers.is_undefined_primal(update):
         update_ct = dynamic_slice_p.bind(ct, *starts, slice_sizes=upd_shape)
@@ -984,7 +984,7 @@ def _dynamic_update_slice_batch(args: Any, dims: Any) -> Any:
     operand, update, *starts = args
     op_d, upd_d, *start_ds = dims
     size = helpers.batch_size(args, dims)
-    nd = len(typeof(operand).shape) - (0 if op_d is None else 1)
+    nd = len(get_aval(operand).shape) - (0 if op_d is None else 1)
     index, index_d = _stack_start_indices(starts, start_ds, size)
     dnums = ScatterDimensionNumbers(update_window_dims=tuple(range(nd)),
                                     inserted_window_dims=(),
@@ -1012,7 +1012,7 @@ batching_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
 def take_along_axis(x: Any, idx: Any, axis: int) -> Any:
     """``x`` gathered along ``axis`` at ``idx`` (same shape as ``x`` except on
     ``axis``), as numpy's ``take_along_axis``; indices are promised in bounds."""
-    shape = typeof(x).shape
+    shape = get_aval(x).shape
     nd = len(shape)
     others = tuple(i for i in range(nd) if i != axis)
     dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),

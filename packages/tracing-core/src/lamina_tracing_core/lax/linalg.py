@@ -15,12 +15,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax import structural as st
-from lamina_tracing_core.lax.common import ArrayLike, typeof
-from lamina_tracing_core.pretty_print import param_printers
+from lamina_tracing_core.lax.common import ArrayLike
+from lamina_tracing_core.jaxpr import param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules
+from lamina_tracing_core.lax import convert
 
 Array = Any
 
@@ -227,7 +228,7 @@ def dot(lhs: ArrayLike, rhs: ArrayLike, *, dimension_numbers: Any = None, precis
         preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """Vector/matrix products (``dimension_numbers`` optional for rank <= 2)."""
     if dimension_numbers is None:
-        ls, rs = typeof(lhs).shape, typeof(rhs).shape
+        ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
         if 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]:
             dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
         else:
@@ -240,7 +241,7 @@ def dot(lhs: ArrayLike, rhs: ArrayLike, *, dimension_numbers: Any = None, precis
 
 def batch_matmul(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None) -> Array:
     """Batched matmul over all leading dims of two arrays of equal rank >= 2."""
-    ls, rs = typeof(lhs).shape, typeof(rhs).shape
+    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
     if len(ls) != len(rs) or len(ls) < 2:
         raise ValueError(f"batch_matmul requires arrays of equal rank >= 2, got {ls} and {rs}")
     if ls[-1] != rs[-2]:
@@ -284,12 +285,11 @@ def _dot_transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DotDimensi
                        swap_ans: bool = False) -> Any:
     x_aval = x.aval
     dims, out_axes = _dot_transpose_plan(dimension_numbers, len(x_aval.shape),
-                                         len(typeof(y).shape), swap_ans)
+                                         len(get_aval(y).shape), swap_ans)
     out = dot_general(ct, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type)
     x_bar = st.transpose(out, out_axes)
-    if typeof(x_bar).dtype != x_aval.dtype:
-        from lamina_tracing_core.lax import convert
+    if get_aval(x_bar).dtype != x_aval.dtype:
         x_bar = convert._convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type,
                                               warn_on_complex_to_real_cast=False)
     return x_bar
@@ -330,7 +330,7 @@ def _dot_general_batch(args: Any, dims: Any, *, dimension_numbers: DotDimensionN
                        precision: Any, preferred_element_type: Any, out_sharding: Any) -> Any:
     lhs, rhs = args
     lbd, rbd = dims
-    new_dnums, out_dim = _dot_batch_dnums((len(typeof(lhs).shape), len(typeof(rhs).shape)),
+    new_dnums, out_dim = _dot_batch_dnums((len(get_aval(lhs).shape), len(get_aval(rhs).shape)),
                                           (lbd, rbd), dimension_numbers)
     out = dot_general_p.bind(lhs, rhs, dimension_numbers=new_dnums, precision=precision,
                              preferred_element_type=preferred_element_type,
@@ -561,7 +561,7 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
                          preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """General n-d convolution with strides, padding, lhs (transposed-conv) and
     rhs (atrous) dilation, and feature/batch grouping."""
-    ls, rs = typeof(lhs).shape, typeof(rhs).shape
+    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
     dnums = conv_dimension_numbers(ls, rs, dimension_numbers)
     n = len(ls) - 2
     if lhs_dilation is None:
@@ -636,7 +636,7 @@ def conv_transpose(lhs: ArrayLike, rhs: ArrayLike, strides: Sequence[int],
                    use_consistent_padding: bool = False) -> Array:
     """Transposed ("deconvolution") convolution, as a conv with lhs dilation
     (output padding follows keras' Conv2DTranspose)."""
-    ls, rs = typeof(lhs).shape, typeof(rhs).shape
+    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
     nd = len(ls)
     if dimension_numbers is None:
         dimension_numbers = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
@@ -671,7 +671,7 @@ def _conv_spec_transpose(spec: tuple[int, ...]) -> tuple[int, ...]:
 
 def _reshape_axis_into(src: int, dst: int, x: Any) -> Any:
     """Merges axis ``src`` of ``x`` into axis ``dst`` (``src`` becomes the major part)."""
-    shape = typeof(x).shape
+    shape = get_aval(x).shape
     perm = [i for i in range(len(shape)) if i != src]
     perm.insert(dst, src)
     new_shape = [d for i, d in enumerate(shape) if i != src]
@@ -681,7 +681,7 @@ def _reshape_axis_into(src: int, dst: int, x: Any) -> Any:
 
 def _reshape_axis_out_of(src: int, size1: int, x: Any) -> Any:
     """Splits axis ``src`` of ``x`` into ``(size1, rest)``."""
-    shape = list(typeof(x).shape)
+    shape = list(get_aval(x).shape)
     size2, ragged = divmod(shape[src], size1)
     assert not ragged
     shape[src:src + 1] = [size1, size2]
@@ -721,7 +721,7 @@ def _conv_transpose_lhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple[in
                         feature_group_count: int, batch_group_count: int, precision: Any,
                         preferred_element_type: Any, out_sharding: Any) -> Any:
     lhs_aval = lhs.aval
-    rhs_shape = typeof(rhs).shape
+    rhs_shape = get_aval(rhs).shape
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     lhs_sdims, rhs_sdims, out_sdims = lhs_spec[2:], rhs_spec[2:], out_spec[2:]
     t_rhs_spec = _conv_spec_transpose(rhs_spec)
@@ -733,22 +733,21 @@ def _conv_transpose_lhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple[in
         rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
         feature_group_count = batch_group_count
     trans_dnums = ConvDimensionNumbers(out_spec, t_rhs_spec, lhs_spec)
-    ct_shape = typeof(ct).shape
+    ct_shape = get_aval(ct).shape
     pads = _conv_vjp_lhs_padding([lhs_aval.shape[i] for i in lhs_sdims],
                                  [rhs_shape[i] for i in rhs_sdims], window_strides,
                                  [ct_shape[i] for i in out_sdims], padding, lhs_dilation,
                                  rhs_dilation)
     revd = st.rev(rhs, tuple(rhs_sdims))
-    from lamina_tracing_core.lax import convert
-    if typeof(revd).dtype != typeof(ct).dtype:
-        revd = convert.convert_element_type(revd, typeof(ct).dtype)
+    if get_aval(revd).dtype != get_aval(ct).dtype:
+        revd = convert.convert_element_type(revd, get_aval(ct).dtype)
     out = conv_general_dilated(ct, revd, window_strides=lhs_dilation, padding=pads,
                                lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
                                dimension_numbers=trans_dnums,
                                feature_group_count=feature_group_count, batch_group_count=1,
                                precision=precision,
                                preferred_element_type=preferred_element_type)
-    if typeof(out).dtype != lhs_aval.dtype:
+    if get_aval(out).dtype != lhs_aval.dtype:
         out = convert.convert_element_type(out, lhs_aval.dtype)
     if batch_group_count > 1:
         out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
@@ -762,9 +761,9 @@ def _conv_transpose_rhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple[in
                         feature_group_count: int, batch_group_count: int, precision: Any,
                         preferred_element_type: Any, out_sharding: Any) -> Any:
     rhs_aval = rhs.aval
-    if typeof(ct).size == 0:
+    if get_aval(ct).size == 0:
         return helpers.Zero(rhs_aval)
-    lhs_shape = typeof(lhs).shape
+    lhs_shape = get_aval(lhs).shape
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     lhs_sdims, rhs_sdims, out_sdims = lhs_spec[2:], rhs_spec[2:], out_spec[2:]
     lhs_t, rhs_t, out_t = (_conv_spec_transpose(s) for s in dimension_numbers)
@@ -773,21 +772,20 @@ def _conv_transpose_rhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple[in
     elif feature_group_count > 1:
         batch_group_count, feature_group_count = feature_group_count, 1
     trans_dnums = ConvDimensionNumbers(lhs_t, out_t, rhs_t)
-    ct_shape = typeof(ct).shape
+    ct_shape = get_aval(ct).shape
     pads = _conv_vjp_rhs_padding([lhs_shape[i] for i in lhs_sdims],
                                  [rhs_aval.shape[i] for i in rhs_sdims], window_strides,
                                  [ct_shape[i] for i in out_sdims], padding, lhs_dilation,
                                  rhs_dilation)
-    from lamina_tracing_core.lax import convert
-    if typeof(lhs).dtype != typeof(ct).dtype:
-        lhs = convert.convert_element_type(lhs, typeof(ct).dtype)
+    if get_aval(lhs).dtype != get_aval(ct).dtype:
+        lhs = convert.convert_element_type(lhs, get_aval(ct).dtype)
     out = conv_general_dilated(lhs, ct, window_strides=rhs_dilation, padding=pads,
                                lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
                                dimension_numbers=trans_dnums,
                                feature_group_count=feature_group_count,
                                batch_group_count=batch_group_count, precision=precision,
                                preferred_element_type=preferred_element_type)
-    if typeof(out).dtype != rhs_aval.dtype:
+    if get_aval(out).dtype != rhs_aval.dtype:
         out = convert.convert_element_type(out, rhs_aval.dtype)
     return out
 
@@ -806,7 +804,7 @@ def _conv_batch(args: Any, dims: Any, **params: Any) -> Any:
                                            batch_group_count=bgc_, **rest)
 
     if lbd is not None and rbd is not None:
-        size = typeof(lhs).shape[lbd]
+        size = get_aval(lhs).shape[lbd]
         if bgc > 1:
             new_lhs = _reshape_axis_into(lbd, lhs_spec[0], lhs)
             bgc *= size
@@ -817,7 +815,7 @@ def _conv_batch(args: Any, dims: Any, **params: Any) -> Any:
         out = bind(new_lhs, new_rhs, fgc, bgc)
         return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
     if lbd is not None:
-        size = typeof(lhs).shape[lbd]
+        size = get_aval(lhs).shape[lbd]
         if bgc == 1:
             new_lhs = _reshape_axis_into(lbd, lhs_spec[0], lhs)
             out = bind(new_lhs, rhs, fgc, bgc)
@@ -828,7 +826,7 @@ def _conv_batch(args: Any, dims: Any, **params: Any) -> Any:
         out = bind(new_lhs, rhs, fgc, bgc)
         return _reshape_axis_out_of(out_spec[0], size, out), out_spec[0]
     assert rbd is not None
-    size = typeof(rhs).shape[rbd]
+    size = get_aval(rhs).shape[rbd]
     if fgc == 1 and bgc == 1:
         new_rhs = _reshape_axis_into(rbd, rhs_spec[0], rhs)
         out = bind(lhs, new_rhs, fgc, bgc)

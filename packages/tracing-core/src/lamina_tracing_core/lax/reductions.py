@@ -13,24 +13,23 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.base_primitives import (
+    convert_element_type,
+    reduce_sum,
+    reduce_sum_p,
+    reduced_shape,
+    reduction_axes,
+    reduction_batcher,
+)
 from lamina_tracing_core.lax import common, helpers
+from lamina_tracing_core.lax import cumulative
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
-from lamina_tracing_core.lax.common import ArrayLike, typeof
+from lamina_tracing_core.lax.common import ArrayLike
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules
 
 Array = Any
-
-
-def _reduced_shape(name: str, operand: ShapedArray, axes: tuple[int, ...]) -> tuple[int, ...]:
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"{name}: duplicate value in 'axes' of reduction: {axes}")
-    nd = len(operand.shape)
-    if not all(0 <= a < nd for a in axes):
-        raise ValueError(f"{name}: reduction axes {axes} contains out-of-bounds indices for "
-                         f"{operand.str_short()}.")
-    return tuple(d for i, d in enumerate(operand.shape) if i not in axes)
 
 
 def _reducer(name: str, accepted: frozenset[np.dtype[Any]], *, keep_weak: bool = True
@@ -41,21 +40,14 @@ def _reducer(name: str, accepted: frozenset[np.dtype[Any]], *, keep_weak: bool =
                       **params: Any) -> ShapedArray:
         if operand.dtype not in accepted:
             common.check_dtype(name, operand, accepted)
-        shape = _reduced_shape(name, operand, axes)
+        shape = reduced_shape(name, operand, axes)
         return ShapedArray(shape, operand.dtype, operand.weak_type and keep_weak)
 
-    def batch(args: Any, dims: Any, *, axes: tuple[int, ...], **params: Any) -> Any:
-        (x,), (d,) = args, dims
-        new_axes = tuple(a + 1 if a >= d else a for a in axes)
-        out_d = d - sum(1 for a in axes if a < d)
-        return prim.bind(x, axes=new_axes, **params), out_d
-
     prim.def_abstract_eval(abstract_eval)
-    batching_rules[prim] = batch
+    batching_rules[prim] = reduction_batcher(prim)
     return prim
 
 
-reduce_sum_p = _reducer("reduce_sum", common.NUM)
 reduce_prod_p = _reducer("reduce_prod", common.NUM)
 reduce_max_p = _reducer("reduce_max", common.ANY)
 reduce_min_p = _reducer("reduce_min", common.ANY)
@@ -64,51 +56,31 @@ reduce_or_p = _reducer("reduce_or", common.BOOL_OR_INT, keep_weak=False)
 reduce_xor_p = _reducer("reduce_xor", common.BOOL_OR_INT, keep_weak=False)
 
 
-def _axes(operand: ArrayLike, axes: Sequence[int]) -> tuple[int, ...]:
-    nd = len(typeof(operand).shape)
-    return tuple(sorted(common.canonicalize_axis(a, nd, "reduction axis") for a in axes))
-
-
-def reduce_sum(operand: ArrayLike, axes: Sequence[int], *, out_sharding: Any = None) -> Array:
-    """Sum of ``operand`` over ``axes``."""
-    return reduce_sum_p.bind(operand, axes=_axes(operand, axes), out_sharding=out_sharding)
-
-
 def reduce_prod(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    return reduce_prod_p.bind(operand, axes=_axes(operand, axes))
+    return reduce_prod_p.bind(operand, axes=reduction_axes(operand, axes))
 
 
 def reduce_max(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    return reduce_max_p.bind(operand, axes=_axes(operand, axes))
+    return reduce_max_p.bind(operand, axes=reduction_axes(operand, axes))
 
 
 def reduce_min(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    return reduce_min_p.bind(operand, axes=_axes(operand, axes))
+    return reduce_min_p.bind(operand, axes=reduction_axes(operand, axes))
 
 
 def reduce_and(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    return reduce_and_p.bind(operand, axes=_axes(operand, axes))
+    return reduce_and_p.bind(operand, axes=reduction_axes(operand, axes))
 
 
 def reduce_or(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    return reduce_or_p.bind(operand, axes=_axes(operand, axes))
+    return reduce_or_p.bind(operand, axes=reduction_axes(operand, axes))
 
 
 def reduce_xor(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    return reduce_xor_p.bind(operand, axes=_axes(operand, axes))
+    return reduce_xor_p.bind(operand, axes=reduction_axes(operand, axes))
 
 
 # --- rules ------------------------------------------------------------------------------
-def _reduce_sum_transpose(ct: Any, operand: Any, *, axes: tuple[int, ...],
-                          out_sharding: Any) -> list[Any]:
-    shape = operand.aval.shape
-    kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [st.broadcast_in_dim(ct, shape, kept)]
-
-
-helpers.deflinear(reduce_sum_p, _reduce_sum_transpose)
-
-
 def _keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
 
@@ -116,16 +88,11 @@ def _keepdims_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int,
 def _reduce_chooser_jvp(g: Any, ans: Any, operand: Any, *, axes: tuple[int, ...]) -> Any:
     """Ties share the derivative: the tangent is the mean of ``g`` over the
     positions that attain the max (min)."""
-    shape = typeof(operand).shape
+    shape = get_aval(operand).shape
     ans_full = st.reshape(ans, _keepdims_shape(shape, axes))
-    indicators = convert(ew.eq(operand, ans_full), typeof(g).dtype)
+    indicators = convert_element_type(ew.eq(operand, ans_full), get_aval(g).dtype)
     counts = reduce_sum(indicators, axes)
     return ew.div(reduce_sum(ew.mul(g, indicators), axes), counts)
-
-
-def convert(x: Any, dtype: Any) -> Any:
-    from lamina_tracing_core.lax import convert as _convert
-    return _convert.convert_element_type(x, dtype)
 
 
 helpers.defjvp2(reduce_max_p, _reduce_chooser_jvp)
@@ -137,10 +104,9 @@ for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
 def _exclusive_cumprod(x: Any, axis: int, reverse: bool) -> Any:
     """Products of the elements strictly before (after, if ``reverse``) each
     position along ``axis``: no division, so zeros are handled exactly."""
-    from lamina_tracing_core.lax import cumulative
-    shape = typeof(x).shape
+    shape = get_aval(x).shape
     n = shape[axis]
-    ones = np.ones((), typeof(x).dtype)
+    ones = np.ones((), get_aval(x).dtype)
     config = [(0, 0, 0)] * len(shape)
     if reverse:
         config[axis] = (0, 1, 0)
@@ -158,7 +124,7 @@ def _reduce_prod_jvp(primals: Any, tangents: Any, *, axes: tuple[int, ...]) -> A
         return out, helpers.zero_from_primal(out)
     if not axes:
         return out, t
-    shape = typeof(x).shape
+    shape = get_aval(x).shape
     kept = [i for i in range(len(shape)) if i not in axes]
     # Move the reduced axes to the front and flatten them into one.
     perm = tuple(axes) + tuple(kept)
@@ -216,14 +182,14 @@ argmin_p = _argminmax("argmin")
 
 def argmax(operand: ArrayLike, axis: int, index_dtype: Any) -> Array:
     """Index of the first maximum along ``axis`` (NaNs count as maximal)."""
-    nd = len(typeof(operand).shape)
+    nd = len(get_aval(operand).shape)
     return argmax_p.bind(operand, axes=(common.canonicalize_axis(axis, nd),),
                          index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(operand: ArrayLike, axis: int, index_dtype: Any) -> Array:
     """Index of the first minimum along ``axis`` (NaNs count as minimal)."""
-    nd = len(typeof(operand).shape)
+    nd = len(get_aval(operand).shape)
     return argmin_p.bind(operand, axes=(common.canonicalize_axis(axis, nd),),
                          index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
@@ -276,12 +242,12 @@ def reduce(operands: Any, init_values: Any, computation: Callable[..., Any],
         raise TypeError(f"lax.reduce: computation {computation!r} is not a recognized monoid "
                         f"(lax.add, lax.mul, lax.max, lax.min, lax.bitwise_and/or/xor)")
     x = operands
-    dims = _axes(x, dimensions)
+    dims = reduction_axes(x, dimensions)
     params: dict[str, Any] = {"axes": dims}
     if prim is reduce_sum_p:
         params["out_sharding"] = out_sharding
     out = prim.bind(x, **params)
-    dtype = typeof(x).dtype
+    dtype = get_aval(x).dtype
     init = init_values
     # A known identity init is dropped; any other init is combined in once
     # (the monoids are associative and commutative).

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.lax import common, helpers, indexing
 from lamina_tracing_core.lax import structural as st
-from lamina_tracing_core.lax.common import ArrayLike, typeof
+from lamina_tracing_core.lax.common import ArrayLike
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules
 
 Array = Any
@@ -55,13 +55,13 @@ def sort(operand: ArrayLike | Sequence[ArrayLike], dimension: int = -1,
         if not 1 <= num_keys <= len(operand):
             raise ValueError(f"num_keys={num_keys} must be between 1 and "
                              f"len(operand)={len(operand)}")
-        nd = len(typeof(operand[0]).shape)
+        nd = len(get_aval(operand[0]).shape)
         dim = common.canonicalize_axis(dimension, nd)
         return tuple(sort_p.bind(*operand, dimension=dim, is_stable=bool(is_stable),
                                  num_keys=operator.index(num_keys)))
     if num_keys != 1:
         raise ValueError(f"num_keys={num_keys} must equal 1 for a single operand.")
-    dim = common.canonicalize_axis(dimension, len(typeof(operand).shape))
+    dim = common.canonicalize_axis(dimension, len(get_aval(operand).shape))
     return sort_p.bind(operand, dimension=dim, is_stable=bool(is_stable), num_keys=1)[0]
 
 
@@ -79,7 +79,7 @@ def _iota_along(shape: tuple[int, ...], axis: int) -> Any:
 
 def _sort_jvp(primals: Any, tangents: Any, *, dimension: int, is_stable: bool,
               num_keys: int) -> Any:
-    shape = typeof(primals[0]).shape
+    shape = get_aval(primals[0]).shape
     iota = _iota_along(shape, dimension)
     outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
                        num_keys=num_keys)
@@ -92,7 +92,7 @@ def _sort_jvp(primals: Any, tangents: Any, *, dimension: int, is_stable: bool,
 def _sort_batch(args: Any, dims: Any, *, dimension: int, is_stable: bool,
                 num_keys: int) -> Any:
     proto, bdim = next((a, d) for a, d in zip(args, dims) if d is not None)
-    full = typeof(proto).shape
+    full = get_aval(proto).shape
     new_args = []
     for a, d in zip(args, dims):
         if d is None:
@@ -137,7 +137,7 @@ def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> list[Array]:
     """``[values, indices]``: the ``k`` largest entries along ``axis``
     (descending) and their indices; ties keep the lower index first. A list,
     as JAX returns."""
-    nd = len(typeof(operand).shape)
+    nd = len(get_aval(operand).shape)
     if nd == 0:
         raise TypeError("top_k operand must have >= 1 dimension, got ()")
     k = operator.index(k)

@@ -17,20 +17,28 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.base_primitives import (  # re-exported: lax.broadcast_in_dim_p etc.
+    broadcast_in_dim,
+    broadcast_in_dim_p,
+    deflinear,
+    full,
+    full_like,
+    is_lamina_array,
+    reduce_sum,
+    reshape,
+    reshape_p,
+    transpose,
+    transpose_p,
+    zeros_like_array,
+)
 from lamina_tracing_core.lax import common, helpers
-from lamina_tracing_core.lax.common import ArrayLike, Shape, typeof
-from lamina_tracing_core.lax.helpers import deflinear, defvectorized
-from lamina_tracing_core.pretty_print import param_printers
+from lamina_tracing_core.lax import elementwise as ew
+from lamina_tracing_core.lax.common import ArrayLike, Shape
+from lamina_tracing_core.lax.helpers import defvectorized
 from lamina_tracing_core.primitives import Primitive, batching_rules
 
 Array = Any
-
-
-def _is_array(x: Any) -> bool:
-    """A value already of lamina's array kind (a tracer or runtime array):
-    identity shape changes may return it unchanged."""
-    return isinstance(getattr(x, "aval", None), ShapedArray)
 
 
 # --- iota ------------------------------------------------------------------------
@@ -66,58 +74,13 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
                        dimension=dimension, sharding=sharding)
 
 
-# --- broadcast_in_dim -------------------------------------------------------------
-broadcast_in_dim_p = Primitive("broadcast_in_dim")
-
-
-@broadcast_in_dim_p.def_abstract_eval
-def _broadcast_in_dim_abstract_eval(operand: ShapedArray, *, shape: Shape,
-                                    broadcast_dimensions: tuple[int, ...],
-                                    sharding: Any) -> ShapedArray:
-    ndim = len(operand.shape)
-    if ndim != len(broadcast_dimensions):
-        raise TypeError("broadcast_in_dim broadcast_dimensions must have length equal to "
-                        f"operand ndim; got broadcast_dimensions {broadcast_dimensions} "
-                        f"for operand ndim {ndim}.")
-    if len(shape) < ndim:
-        raise TypeError("broadcast_in_dim target broadcast shape must have equal or higher "
-                        f"rank to the operand shape; got operand ndim {ndim} and target "
-                        f"broadcast ndim {len(shape)}.")
-    if any(not 0 <= d < len(shape) for d in broadcast_dimensions):
-        raise TypeError("broadcast_in_dim broadcast_dimensions must be a subset of output "
-                        f"dimensions, got {broadcast_dimensions} for operand ndim {ndim} "
-                        f"and shape {shape}.")
-    if any(operand.shape[i] not in (1, shape[d]) for i, d in enumerate(broadcast_dimensions)):
-        raise TypeError("broadcast_in_dim operand dimension sizes must either be 1, or be "
-                        "equal to their corresponding dimensions in the target broadcast "
-                        f"shape; got operand of shape {operand.shape}, target broadcast shape "
-                        f"{shape}, broadcast_dimensions {broadcast_dimensions} ")
-    if any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:])):
-        raise TypeError("broadcast_in_dim broadcast_dimensions must be strictly increasing; "
-                        f"got broadcast_dimensions {broadcast_dimensions}")
-    return ShapedArray(shape, operand.dtype, operand.weak_type)
-
-
-def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int], *, out_sharding: Any = None) -> Array:
-    """Broadcasts ``operand`` to ``shape``; operand dim ``i`` becomes output dim
-    ``broadcast_dimensions[i]``."""
-    shape = tuple(shape) if type(shape) is tuple else common.canonicalize_shape(shape)
-    dims = tuple(broadcast_dimensions) if type(broadcast_dimensions) is tuple \
-        else tuple(operator.index(d) for d in broadcast_dimensions)
-    if out_sharding is None and _is_array(operand) and operand.aval.shape == shape \
-            and dims == tuple(range(len(shape))):
-        return operand
-    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims,
-                                   sharding=out_sharding)
-
-
+# --- broadcast (on broadcast_in_dim) --------------------------------------------
 def broadcast(operand: ArrayLike, sizes: Sequence[int], *, out_sharding: Any = None) -> Array:
     """``operand`` with new leading dimensions of ``sizes``."""
     sizes = tuple(sizes)
     if not sizes and out_sharding is None:
         return operand
-    op_shape = typeof(operand).shape
+    op_shape = get_aval(operand).shape
     n = len(sizes)
     return broadcast_in_dim(operand, sizes + op_shape, tuple(range(n, n + len(op_shape))),
                             out_sharding=out_sharding)
@@ -125,7 +88,7 @@ def broadcast(operand: ArrayLike, sizes: Sequence[int], *, out_sharding: Any = N
 
 def broadcast_to_rank(x: ArrayLike, rank: int) -> Array:
     """``x`` with leading size-1 dimensions added up to ``rank``."""
-    shape = typeof(x).shape
+    shape = get_aval(x).shape
     ndim = len(shape)
     if ndim >= rank:
         return x
@@ -133,105 +96,6 @@ def broadcast_to_rank(x: ArrayLike, rank: int) -> Array:
     return broadcast_in_dim_p.bind(x, shape=(1,) * k + shape,
                                    broadcast_dimensions=tuple(range(k, rank)), sharding=None)
 
-
-def _broadcast_in_dim_transpose(ct: Any, operand: Any, *, shape: Shape,
-                                broadcast_dimensions: tuple[int, ...], sharding: Any
-                                ) -> list[Any]:
-    from lamina_tracing_core.lax import reductions
-    op_shape = operand.aval.shape
-    unit_dims = [d for i, d in enumerate(broadcast_dimensions)
-                 if op_shape[i] == 1 and shape[d] != 1]
-    bdims = set(broadcast_dimensions)
-    summed = tuple(sorted(set(i for i in range(len(shape)) if i not in bdims) | set(unit_dims)))
-    out = reductions.reduce_sum(ct, summed) if summed else ct
-    if typeof(out).shape != op_shape:
-        out = reshape(out, op_shape)
-    return [out]
-
-
-def _broadcast_in_dim_batch(args: Any, dims: Any, *, shape: Shape,
-                            broadcast_dimensions: tuple[int, ...], sharding: Any) -> Any:
-    (x,), (d,) = args, dims
-    x = helpers.moveaxis(x, d, 0)
-    size = typeof(x).shape[0]
-    new_shape = (size,) + shape
-    new_dims = (0,) + tuple(b + 1 for b in broadcast_dimensions)
-    return broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims,
-                                   sharding=sharding), 0
-
-
-deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
-batching_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
-
-
-def _broadcast_in_dim_printer(params: dict[str, Any]) -> dict[str, str | None]:
-    # As JAX prints it: the shape is the output's; no empty dims, no sharding.
-    shown: dict[str, str | None] = {"shape": None}
-    if not params.get("broadcast_dimensions"):
-        shown["broadcast_dimensions"] = None
-    if params.get("sharding") is None:
-        shown["sharding"] = None
-    return shown
-
-
-param_printers[broadcast_in_dim_p] = _broadcast_in_dim_printer
-
-
-# --- reshape ---------------------------------------------------------------------
-reshape_p = Primitive("reshape")
-
-
-@reshape_p.def_abstract_eval
-def _reshape_abstract_eval(operand: ShapedArray, *, new_sizes: Shape,
-                           dimensions: tuple[int, ...] | None, sharding: Any) -> ShapedArray:
-    if any(d < 0 for d in new_sizes):
-        raise TypeError(f"reshape new_sizes must all be positive, got {new_sizes}.")
-    if math.prod(new_sizes) != math.prod(operand.shape):
-        raise TypeError("reshape total size must be unchanged, got new_sizes "
-                        f"{new_sizes} (size {math.prod(new_sizes)}) for shape "
-                        f"{operand.shape} (size {math.prod(operand.shape)}).")
-    if dimensions is not None and sorted(dimensions) != list(range(len(operand.shape))):
-        raise TypeError("reshape dimensions must be a permutation of operand dimensions, "
-                        f"got dimensions {dimensions} for shape {operand.shape}.")
-    return ShapedArray(new_sizes, operand.dtype, operand.weak_type)
-
-
-def reshape(operand: ArrayLike, new_sizes: Sequence[int],
-            dimensions: Sequence[int] | None = None, *, out_sharding: Any = None) -> Array:
-    """``operand`` reshaped (row-major) to ``new_sizes``, after transposing it by
-    ``dimensions`` when given."""
-    new_sizes = common.canonicalize_shape(new_sizes, "reshape")
-    dims = None if dimensions is None else tuple(operator.index(d) for d in dimensions)
-    if dims is not None and dims == tuple(range(len(dims))):
-        dims = None
-    if dims is None and out_sharding is None and _is_array(operand) \
-            and operand.aval.shape == new_sizes:
-        return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims,
-                          sharding=out_sharding)
-
-
-def _reshape_transpose(ct: Any, operand: Any, *, new_sizes: Shape,
-                       dimensions: tuple[int, ...] | None, sharding: Any) -> list[Any]:
-    if dimensions is None:
-        return [reshape(ct, operand.aval.shape)]
-    permuted = tuple(operand.aval.shape[d] for d in dimensions)
-    return [transpose(reshape(ct, permuted), tuple(np.argsort(dimensions).tolist()))]
-
-
-def _reshape_batch(args: Any, dims: Any, *, new_sizes: Shape,
-                   dimensions: tuple[int, ...] | None, sharding: Any) -> Any:
-    (x,), (d,) = args, dims
-    x = helpers.moveaxis(x, d, 0)
-    if dimensions is not None:
-        x = transpose(x, (0,) + tuple(p + 1 for p in dimensions))
-    size = typeof(x).shape[0]
-    return reshape_p.bind(x, new_sizes=(size,) + new_sizes, dimensions=None,
-                          sharding=sharding), 0
-
-
-deflinear(reshape_p, _reshape_transpose)
-batching_rules[reshape_p] = _reshape_batch
 
 
 # --- squeeze / expand_dims ---------------------------------------------------------
@@ -260,10 +124,10 @@ def _squeeze_abstract_eval(operand: ShapedArray, *, dimensions: tuple[int, ...]
 
 def squeeze(array: ArrayLike, dimensions: Sequence[int]) -> Array:
     """``array`` without the (size-1) ``dimensions``."""
-    ndim = len(typeof(array).shape)
+    ndim = len(get_aval(array).shape)
     dims = tuple(sorted(common.canonicalize_axis(d, ndim, "squeeze dimension")
                         for d in dimensions))
-    if not dims and _is_array(array):
+    if not dims and is_lamina_array(array):
         return array
     return squeeze_p.bind(array, dimensions=dims)
 
@@ -274,7 +138,7 @@ def expand_dims(array: ArrayLike, dimensions: Sequence[int]) -> Array:
     dimensions = tuple(dimensions)
     if len(set(dimensions)) != len(dimensions):
         raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
-    shape = typeof(array).shape
+    shape = get_aval(array).shape
     ndim_out = len(shape) + len(dimensions)
     dims = [common.canonicalize_axis(i, ndim_out) for i in dimensions]
     if len(set(dims)) != len(dims):
@@ -301,42 +165,7 @@ deflinear(squeeze_p, _squeeze_transpose)
 batching_rules[squeeze_p] = _squeeze_batch
 
 
-# --- transpose / rev ----------------------------------------------------------------
-transpose_p = Primitive("transpose")
-
-
-@transpose_p.def_abstract_eval
-def _transpose_abstract_eval(operand: ShapedArray, *, permutation: tuple[int, ...]
-                             ) -> ShapedArray:
-    if tuple(sorted(permutation)) != tuple(range(len(operand.shape))):
-        raise TypeError("transpose permutation isn't a permutation of operand dimensions, "
-                        f"got permutation {permutation} for operand shape {operand.shape}.")
-    return ShapedArray(tuple(operand.shape[i] for i in permutation), operand.dtype,
-                       operand.weak_type)
-
-
-def transpose(operand: ArrayLike, permutation: Sequence[int]) -> Array:
-    """``operand`` with its axes permuted: output axis i is input axis permutation[i]."""
-    perm = tuple(operator.index(p) for p in permutation)
-    if perm == tuple(range(len(perm))) and _is_array(operand) \
-            and len(perm) == len(operand.aval.shape):
-        return operand
-    return transpose_p.bind(operand, permutation=perm)
-
-
-def _transpose_transpose(ct: Any, operand: Any, *, permutation: tuple[int, ...]) -> list[Any]:
-    return [transpose(ct, tuple(np.argsort(permutation).tolist()))]
-
-
-def _transpose_batch(args: Any, dims: Any, *, permutation: tuple[int, ...]) -> Any:
-    (x,), (d,) = args, dims
-    perm = (d,) + tuple(i if i < d else i + 1 for i in permutation)
-    return transpose_p.bind(x, permutation=perm), 0
-
-
-deflinear(transpose_p, _transpose_transpose)
-batching_rules[transpose_p] = _transpose_batch
-
+# --- rev ---------------------------------------------------------------------------
 rev_p = Primitive("rev")
 
 
@@ -410,18 +239,15 @@ def pad(operand: ArrayLike, padding_value: ArrayLike,
 
 def _pad_transpose(ct: Any, operand: Any, padding_value: Any, *,
                    padding_config: PaddingConfig) -> list[Any]:
-    from lamina_tracing_core.lax import reductions
-    ct_shape = typeof(ct).shape
+    ct_shape = get_aval(ct).shape
     unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
-    unpadded = pad(ct, np.zeros((), typeof(ct).dtype), unpad)
+    unpadded = pad(ct, np.zeros((), get_aval(ct).dtype), unpad)
     strides = tuple(i + 1 for _, _, i in padding_config)
-    t_operand = slice(unpadded, (0,) * len(ct_shape), typeof(unpadded).shape, strides)
+    t_operand = slice(unpadded, (0,) * len(ct_shape), get_aval(unpadded).shape, strides)
     outs: list[Any] = [t_operand if helpers.is_undefined_primal(operand) else None, None]
     if helpers.is_undefined_primal(padding_value):
         all_axes = tuple(range(len(ct_shape)))
-        from lamina_tracing_core.lax import elementwise as ew
-        outs[1] = ew.sub(reductions.reduce_sum(ct, all_axes),
-                         reductions.reduce_sum(t_operand, all_axes))
+        outs[1] = ew.sub(reduce_sum(ct, all_axes), reduce_sum(t_operand, all_axes))
     return outs
 
 
@@ -433,15 +259,14 @@ def _pad_batch(args: Any, dims: Any, *, padding_config: PaddingConfig) -> Any:
         config.insert(op_d, (0, 0, 0))
         return pad_p.bind(operand, padding_value, padding_config=tuple(config)), op_d
     # A batched padding value: pad with zeros, then select the padding positions.
-    from lamina_tracing_core.lax import elementwise as ew
     size = helpers.batch_size(args, dims)
     operand = helpers.bdim_at_front(operand, op_d, size)
     batched_config = ((0, 0, 0),) + padding_config
-    dtype = typeof(operand).dtype
+    dtype = get_aval(operand).dtype
     padded = pad_p.bind(operand, np.zeros((), dtype), padding_config=batched_config)
-    mask = pad_p.bind(full(typeof(operand).shape, True, dtypes.bool_), np.array(False),
+    mask = pad_p.bind(full(get_aval(operand).shape, True, dtypes.bool_), np.array(False),
                       padding_config=batched_config)
-    pv = broadcast_in_dim(padding_value, typeof(padded).shape, (0,))
+    pv = broadcast_in_dim(padding_value, get_aval(padded).shape, (0,))
     return ew.select(mask, padded, pv), 0
 
 
@@ -481,7 +306,7 @@ def concatenate(operands: Sequence[ArrayLike], dimension: int) -> Array:
     operands = list(operands)
     if len(operands) == 0:
         raise ValueError("concatenate requires a non-empty sequences of arrays")
-    if len(operands) == 1 and _is_array(operands[0]):
+    if len(operands) == 1 and is_lamina_array(operands[0]):
         return operands[0]
     return concatenate_p.bind(*operands, dimension=operator.index(dimension))
 
@@ -489,10 +314,10 @@ def concatenate(operands: Sequence[ArrayLike], dimension: int) -> Array:
 def _concatenate_transpose(ct: Any, *operands: Any, dimension: int) -> list[Any]:
     outs: list[Any] = []
     start = 0
-    ct_shape = typeof(ct).shape
+    ct_shape = get_aval(ct).shape
     for op in operands:
         size = op.aval.shape[dimension] if helpers.is_undefined_primal(op) \
-            else typeof(op).shape[dimension]
+            else get_aval(op).shape[dimension]
         if helpers.is_undefined_primal(op):
             starts = [0] * len(ct_shape)
             limits = list(ct_shape)
@@ -564,7 +389,7 @@ def slice(operand: ArrayLike, start_indices: Sequence[int], limit_indices: Seque
     st = None if strides is None else tuple(operator.index(i) for i in strides)
     if st is not None and all(s == 1 for s in st):
         st = None
-    if st is None and _is_array(operand) and not any(starts) \
+    if st is None and is_lamina_array(operand) and not any(starts) \
             and limits == operand.aval.shape:
         return operand
     return slice_p.bind(operand, start_indices=starts, limit_indices=limits, strides=st)
@@ -574,7 +399,7 @@ def slice_in_dim(operand: ArrayLike, start_index: int | None, limit_index: int |
                  stride: int = 1, axis: int = 0) -> Array:
     """``operand[..., start:limit:stride, ...]`` along ``axis`` (Python-style
     negative and ``None`` bounds)."""
-    shape = typeof(operand).shape
+    shape = get_aval(operand).shape
     axis = common.canonicalize_axis(axis, len(shape))
     start, limit, _ = builtins.slice(start_index, limit_index).indices(shape[axis])
     starts = [0] * len(shape)
@@ -586,7 +411,7 @@ def slice_in_dim(operand: ArrayLike, start_index: int | None, limit_index: int |
 
 def index_in_dim(operand: ArrayLike, index: int, axis: int = 0, keepdims: bool = True) -> Array:
     """``operand[..., index, ...]`` along ``axis`` with a static index."""
-    shape = typeof(operand).shape
+    shape = get_aval(operand).shape
     axis = common.canonicalize_axis(axis, len(shape))
     index = operator.index(index)
     if not -shape[axis] <= index < shape[axis]:
@@ -601,7 +426,7 @@ def _slice_transpose(ct: Any, operand: Any, *, start_indices: tuple[int, ...],
                      limit_indices: tuple[int, ...], strides: tuple[int, ...] | None
                      ) -> list[Any]:
     op_shape = operand.aval.shape
-    ct_shape = typeof(ct).shape
+    ct_shape = get_aval(ct).shape
     if strides is None:
         config = tuple((s, d - lim, 0) for s, lim, d in zip(start_indices, limit_indices,
                                                             op_shape))
@@ -610,7 +435,7 @@ def _slice_transpose(ct: Any, operand: Any, *, start_indices: tuple[int, ...],
                        for s, n, st in zip(start_indices, ct_shape, strides)]
         config = tuple((s, d - lim, st - 1) for s, lim, d, st in
                        zip(start_indices, real_limits, op_shape, strides))
-    return [pad(ct, np.zeros((), typeof(ct).dtype), config)]
+    return [pad(ct, np.zeros((), get_aval(ct).dtype), config)]
 
 
 def _slice_batch(args: Any, dims: Any, *, start_indices: tuple[int, ...],
@@ -618,7 +443,7 @@ def _slice_batch(args: Any, dims: Any, *, start_indices: tuple[int, ...],
     (x,), (d,) = args, dims
     starts, limits = list(start_indices), list(limit_indices)
     starts.insert(d, 0)
-    limits.insert(d, typeof(x).shape[d])
+    limits.insert(d, get_aval(x).shape[d])
     st = None
     if strides is not None:
         st_list = list(strides)
@@ -640,60 +465,15 @@ defvectorized(copy_p)
 
 
 # --- functions over the primitives ------------------------------------------------------
-def _fill_scalar(fill_value: Any, dtype: Any, weak_type: bool) -> Any:
-    from lamina_tracing_core.lax import convert
-    return convert.convert_element_type_internal(fill_value, dtype, weak_type)
-
-
-def full(shape: Sequence[int], fill_value: ArrayLike, dtype: Any = None, *,
-         sharding: Any = None) -> Array:
-    """An array of ``shape`` filled with the scalar ``fill_value``."""
-    shape = common.canonicalize_shape(shape, "full")
-    fill_aval = typeof(fill_value)
-    if fill_aval.shape:
-        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
-                        f"{fill_aval.shape}.")
-    if dtype is None:
-        weak, dtype = fill_aval.weak_type, fill_aval.dtype
-    else:
-        weak, dtype = False, dtypes.canonicalize_dtype(dtype)
-    value = _fill_scalar(fill_value, dtype, weak)
-    return broadcast_in_dim(value, shape, (), out_sharding=sharding)
-
-
-def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: Any = None,
-              shape: Sequence[int] | None = None, sharding: Any = None) -> Array:
-    """An array like ``x`` (or of ``shape``/``dtype``) filled with ``fill_value``."""
-    aval = typeof(x)
-    fill_shape = aval.shape if shape is None else common.canonicalize_shape(shape)
-    weak = dtype is None and aval.weak_type
-    dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
-    if dtype == dtypes.float0:
-        return np.zeros(fill_shape, dtypes.float0)
-    value = _fill_scalar(fill_value, dtype, weak)
-    return broadcast_in_dim(value, fill_shape, (), out_sharding=sharding)
-
-
-def zeros_like_array(x: ArrayLike) -> Array:
-    return full_like(x, 0)
-
-
 def collapse(operand: ArrayLike, start_dimension: int, stop_dimension: int | None = None
              ) -> Array:
     """``operand`` with dimensions ``[start, stop)`` merged into one."""
-    shape = typeof(operand).shape
+    shape = get_aval(operand).shape
     lo = common.canonicalize_axis(start_dimension, len(shape) + 1)
     hi = len(shape) if stop_dimension is None else \
         common.canonicalize_axis(stop_dimension, len(shape) + 1)
     size = math.prod(shape[lo:hi])
     return reshape(operand, shape[:lo] + (size,) + shape[hi:])
-
-
-def _zeros_maker(aval: ShapedArray) -> Any:
-    return broadcast_in_dim_p.bind(_fill_scalar(0, aval.dtype, aval.weak_type),
-                                   shape=aval.shape, broadcast_dimensions=(),
-                                   sharding=None) if aval.shape else \
-        _fill_scalar(0, aval.dtype, aval.weak_type)
 
 
 __all__ = [

@@ -1,0 +1,163 @@
+"""Compiling StableHLO modules for an explicit device assignment.
+
+:func:`compile_module` compiles a module (an ``ir.Module``, its text or its
+bytecode) through a cache keyed by the module's fingerprint, the build
+options and the devices; :func:`result_handler` builds jaxlib's handler for
+one output. Calling a compiled program safely is
+:class:`~lamina_interpreters_pxla.executable.Executable`'s job.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import io
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lamina_interpreters_pxla._jaxlib import (
+    Device,
+    JaxRuntimeError,
+    LoadedExecutable,
+    _jax,
+    xc,
+)
+from lamina_interpreters_pxla.backends import device_list
+from lamina_tracing_core.avals import ShapedArray
+
+__all__ = [
+    "BuildOptions", "CompileError", "clear_compile_cache", "compile_module", "compile_stats",
+    "make_compile_options", "module_bytecode", "module_fingerprint", "result_handler",
+]
+
+
+class CompileError(RuntimeError):
+    """XLA rejected a program (the message names the program)."""
+
+
+# --- compiling ---------------------------------------------------------------
+@dataclass(frozen=True)
+class BuildOptions:
+    """How a module is compiled (besides the devices).
+
+    ``num_replicas`` > 1 is replica mode (one program per device, pmap-style);
+    ``num_partitions`` > 1 is SPMD partitioning (Shardy unless
+    ``use_shardy=False``, for modules carrying ``mhlo.sharding`` strings).
+    ``env_option_overrides`` are XLA debug options as ``(name, value)`` pairs.
+    """
+
+    num_replicas: int = 1
+    num_partitions: int = 1
+    use_shardy: bool = True
+    use_spmd_partitioning: bool | None = None
+    env_option_overrides: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def num_devices(self) -> int:
+        return self.num_replicas * self.num_partitions
+
+
+def make_compile_options(options: BuildOptions, devices: Sequence[Device]) -> Any:
+    """jaxlib ``CompileOptions`` with the device assignment built from device ids
+    (replica-major: ``devices[r * num_partitions + p]``)."""
+    opts = xc.CompileOptions()
+    opts.num_replicas = options.num_replicas
+    opts.num_partitions = options.num_partitions
+    build = opts.executable_build_options
+    spmd = options.use_spmd_partitioning
+    build.use_spmd_partitioning = options.num_partitions > 1 if spmd is None else spmd
+    build.use_shardy_partitioner = options.use_shardy
+    ids = np.array([d.id for d in devices], dtype=np.int64).reshape(
+        options.num_replicas, options.num_partitions)
+    opts.device_assignment = xc.DeviceAssignment.create(ids)
+    if options.env_option_overrides:
+        opts.env_option_overrides = list(options.env_option_overrides)
+    return opts
+
+
+def module_fingerprint(module: Any) -> str:
+    """A hash of the module's bytecode (or text): the compile cache's key."""
+    if isinstance(module, bytes):
+        data = module
+    elif isinstance(module, str):
+        data = module.encode()
+    else:
+        buf = io.BytesIO()
+        module.operation.write_bytecode(buf)
+        data = buf.getvalue()
+    return hashlib.sha256(data).hexdigest()
+
+
+_CACHE_SIZE = 4096
+_compile_cache: collections.OrderedDict[tuple[Any, ...], LoadedExecutable] = \
+    collections.OrderedDict()
+_compile_lock = threading.Lock()
+compile_stats = {"hits": 0, "misses": 0}
+
+
+def _check_devices(devices: Sequence[Device], options: BuildOptions, name: str) -> None:
+    if len(devices) != options.num_devices:
+        raise CompileError(
+            f"compiling {name}: {len(devices)} devices were given for "
+            f"{options.num_replicas} replicas x {options.num_partitions} partitions "
+            f"({options.num_devices} devices)")
+    if len({id(d) for d in devices}) != len(devices):
+        raise CompileError(f"compiling {name}: a device appears twice in {list(devices)}")
+    clients = {id(d.client) for d in devices}
+    if len(clients) != 1:
+        raise CompileError(f"compiling {name}: the devices belong to different clients")
+
+
+def compile_module(module: Any, devices: Sequence[Device],
+                   options: BuildOptions = BuildOptions(), *, name: str = "module",
+                   fingerprint: str | None = None) -> LoadedExecutable:
+    """Compiles ``module`` for ``devices`` (the device assignment, replica-major),
+    reusing an earlier compilation of the same module, options and devices."""
+    devices = list(devices)
+    _check_devices(devices, options, name)
+    if fingerprint is None and not isinstance(module, (str, bytes)):
+        module = module_bytecode(module)  # serialized once: hashed, then compiled
+    key = (fingerprint or module_fingerprint(module), options, tuple(d.id for d in devices),
+           id(devices[0].client))
+    with _compile_lock:
+        hit = _compile_cache.get(key)
+        if hit is not None:
+            _compile_cache.move_to_end(key)
+            compile_stats["hits"] += 1
+            return hit
+    compile_stats["misses"] += 1
+    if not isinstance(module, (str, bytes)):
+        module = module_bytecode(module)
+    client = devices[0].client
+    try:
+        loaded = client.compile_and_load(module, device_list(devices),
+                                         make_compile_options(options, devices))
+    except JaxRuntimeError as e:
+        raise CompileError(f"XLA could not compile {name}: {e}") from e
+    with _compile_lock:
+        _compile_cache[key] = loaded
+        if len(_compile_cache) > _CACHE_SIZE:
+            _compile_cache.popitem(last=False)
+    return loaded
+
+
+def module_bytecode(module: Any) -> bytes:
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return buf.getvalue()
+
+
+def clear_compile_cache() -> None:
+    with _compile_lock:
+        _compile_cache.clear()
+
+
+# --- results ---------------------------------------------------------------------
+def result_handler(aval: ShapedArray, sharding: Any, committed: bool = True) -> Any:
+    """jaxlib's handler turning one output of an executable into an ``ArrayImpl``
+    whose ``aval`` and sharding are exactly ``aval`` and ``sharding``."""
+    return _jax.array_result_handler(aval, sharding, committed, _skip_checks=True)

@@ -1,0 +1,60 @@
+"""The umbrella's public names: each one resolves, ``import lamina`` stays
+lazy, and one idea has one function behind its names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+
+import lamina
+
+
+def test_every_public_name_resolves() -> None:
+    missing = []
+    for name in lamina.__all__:
+        try:
+            getattr(lamina, name)
+        except (AttributeError, ImportError) as err:
+            missing.append(f"{name}: {err}")
+    assert not missing
+
+
+def test_typeof_is_the_one_value_to_aval_function() -> None:
+    from lamina_tracing_core.avals import get_aval
+
+    assert lamina.typeof is get_aval
+    aval = lamina.typeof(np.ones((2, 3), np.float32))
+    assert (aval.shape, aval.dtype) == ((2, 3), np.float32)
+    assert lamina.typeof(1.0).weak_type
+
+
+def test_dtypes_are_tracing_cores() -> None:
+    from lamina_tracing_core import dtypes
+
+    assert lamina.dtypes.canonicalize_dtype is dtypes.canonicalize_dtype
+    assert lamina.dtypes.float0 == dtypes.float0
+    assert lamina.dtypes.result_type(np.int8, 1.0) == np.float32
+
+
+def test_plain_import_loads_no_layer() -> None:
+    script = ("import sys, lamina\n"
+              "loaded = [m for m in ('jaxlib', 'lamina_tracing_core', 'lamina_interpreters_pxla')\n"
+              "          if m in sys.modules]\n"
+              "assert not loaded, loaded\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_config_routes_to_the_owning_layer() -> None:
+    from lamina_interpreters_pxla.config import config as runtime_config
+
+    before = lamina.config.read("pmap_chunked_shards")
+    try:
+        lamina.config.update("pmap_chunked_shards", not before)
+        assert runtime_config.pmap_chunked_shards is (not before)
+    finally:
+        lamina.config.update("pmap_chunked_shards", before)
+    assert lamina.config.read("jax_enable_x64") is lamina.config.enable_x64

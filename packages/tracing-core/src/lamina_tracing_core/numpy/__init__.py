@@ -1,0 +1,428 @@
+"""``lamina_tracing_core.numpy`` (re-exported as ``lamina.numpy``): the NumPy
+API on lamina arrays, as ``jax.numpy`` offers it, and the one place NumPy
+semantics live: importing it installs the operators and methods of tracers
+and Arrays (``numpy.array_methods``).
+
+Functions take Python scalars, (nested) lists, numpy arrays, lamina Arrays
+and tracers; they promote dtypes with JAX's weak-type rules (Python scalars
+take the other operand's type: ``ones(3, float16) + 1.0`` is float16) and
+broadcast as NumPy. Outside a transformation they run eagerly on the default
+device and return ``lamina`` Arrays; under ``jit``/``grad``/``vmap`` they trace.
+
+Arrays are immutable: instead of ``x[i] = v`` write ``x = x.at[i].set(v)``;
+NumPy arguments that would write in place (``out=``) or need another memory
+order (``order='F'``) raise an ``UnsupportedArgumentError``.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+import math as _math
+from typing import Any
+
+import numpy as _np
+
+from lamina_tracing_core.numpy import array_methods as _array_methods
+from lamina_tracing_core.numpy import linalg
+from lamina_tracing_core.numpy._util import UnsupportedArgumentError
+from lamina_tracing_core.numpy.calculus import diff, ediff1d, gradient, interp, trapezoid
+from lamina_tracing_core.numpy.creation import (
+    arange,
+    array,
+    asarray,
+    astype,
+    copy,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    identity,
+    indices,
+    linspace,
+    logspace,
+    meshgrid,
+    ones,
+    ones_like,
+    tri,
+    tril,
+    tril_indices,
+    tril_indices_from,
+    triu,
+    triu_indices,
+    triu_indices_from,
+    zeros,
+    zeros_like,
+)
+from lamina_tracing_core.numpy.dtypes import (
+    bfloat16,
+    bool_,
+    can_cast,
+    cdouble,
+    character,
+    complex64,
+    complex128,
+    complex_,
+    complexfloating,
+    csingle,
+    double,
+    dtype,
+    finfo,
+    flexible,
+    float16,
+    float32,
+    float64,
+    float_,
+    floating,
+    generic,
+    half,
+    iinfo,
+    inexact,
+    int8,
+    int16,
+    int32,
+    int64,
+    int_,
+    integer,
+    isdtype,
+    issubdtype,
+    ndarray,
+    number,
+    object_,
+    promote_types,
+    result_type,
+    signedinteger,
+    single,
+    uint,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    unsignedinteger,
+)
+from lamina_tracing_core.numpy.dtypes import bool as bool  # noqa: PLC0414 - re-export NumPy 2's name
+from lamina_tracing_core.numpy.einsum import einsum, einsum_path
+from lamina_tracing_core.numpy.indexing import (
+    argwhere,
+    choose,
+    compress,
+    diag_indices,
+    extract,
+    flatnonzero,
+    ix_,
+    nonzero,
+    ravel_multi_index,
+    select,
+    take,
+    take_along_axis,
+    unravel_index,
+    where,
+)
+from lamina_tracing_core.numpy.polynomial import polyval, vander
+from lamina_tracing_core.numpy.products import (
+    cross,
+    diag,
+    diagflat,
+    diagonal,
+    dot,
+    inner,
+    kron,
+    matmul,
+    outer,
+    tensordot,
+    vdot,
+    vecdot,
+)
+from lamina_tracing_core.numpy.reductions import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    average,
+    corrcoef,
+    count_nonzero,
+    cov,
+    cumprod,
+    cumsum,
+    cumulative_prod,
+    cumulative_sum,
+    max,
+    mean,
+    median,
+    min,
+    nanargmax,
+    nanargmin,
+    nancumprod,
+    nancumsum,
+    nanmax,
+    nanmean,
+    nanmedian,
+    nanmin,
+    nanprod,
+    nanstd,
+    nansum,
+    nanvar,
+    percentile,
+    prod,
+    ptp,
+    quantile,
+    std,
+    sum,
+    trace,
+    var,
+)
+from lamina_tracing_core.numpy.shape_ops import (
+    append,
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to,
+    column_stack,
+    concat,
+    concatenate,
+    dsplit,
+    dstack,
+    expand_dims,
+    flip,
+    fliplr,
+    flipud,
+    hsplit,
+    hstack,
+    matrix_transpose,
+    moveaxis,
+    pad,
+    permute_dims,
+    ravel,
+    repeat,
+    reshape,
+    roll,
+    rollaxis,
+    rot90,
+    row_stack,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    tile,
+    transpose,
+    unstack,
+    vsplit,
+    vstack,
+)
+from lamina_tracing_core.numpy.signal import convolve, correlate
+from lamina_tracing_core.numpy.sorting import (
+    argsort,
+    bincount,
+    digitize,
+    isin,
+    lexsort,
+    searchsorted,
+    sort,
+    unique,
+)
+from lamina_tracing_core.numpy.ufuncs import (
+    abs,
+    absolute,
+    acos,
+    acosh,
+    add,
+    allclose,
+    angle,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    around,
+    array_equal,
+    array_equiv,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    cbrt,
+    ceil,
+    clip,
+    conj,
+    conjugate,
+    copysign,
+    cos,
+    cosh,
+    deg2rad,
+    degrees,
+    divide,
+    divmod,
+    equal,
+    exp,
+    exp2,
+    expm1,
+    fabs,
+    fix,
+    float_power,
+    floor,
+    floor_divide,
+    fmax,
+    fmin,
+    fmod,
+    greater,
+    greater_equal,
+    heaviside,
+    hypot,
+    imag,
+    invert,
+    iscomplex,
+    iscomplexobj,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    isneginf,
+    isposinf,
+    isreal,
+    ldexp,
+    left_shift,
+    less,
+    less_equal,
+    log,
+    log1p,
+    log2,
+    log10,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    mod,
+    modf,
+    multiply,
+    nan_to_num,
+    negative,
+    nextafter,
+    not_equal,
+    positive,
+    pow,
+    power,
+    rad2deg,
+    radians,
+    real,
+    reciprocal,
+    remainder,
+    right_shift,
+    rint,
+    round,
+    sign,
+    signbit,
+    sin,
+    sinc,
+    sinh,
+    sqrt,
+    square,
+    subtract,
+    tan,
+    tanh,
+    true_divide,
+    trunc,
+)
+
+newaxis = None
+pi = _math.pi
+e = _math.e
+euler_gamma = 0.5772156649015329
+inf = float("inf")
+nan = float("nan")
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    """The shape of ``a`` (any array-like)."""
+    return tuple(_np.shape(a)) if not hasattr(a, "aval") else tuple(a.shape)
+
+
+def ndim(a: Any) -> int:
+    """The number of dimensions of ``a``."""
+    return len(shape(a))
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    """The number of elements of ``a`` (along ``axis`` if given)."""
+    dims = shape(a)
+    if axis is None:
+        return _math.prod(dims)
+    return dims[axis]
+
+
+def isscalar(element: Any) -> _builtins.bool:
+    """True for Python/numpy scalars and 0-d arrays."""
+    if isinstance(element, (int, float, complex, _np.generic)) and not isinstance(element, str):
+        return True
+    return hasattr(element, "aval") and ndim(element) == 0
+
+
+def isrealobj(x: Any) -> _builtins.bool:
+    """True if ``x`` does not have a complex dtype."""
+    return not iscomplexobj(x)
+
+
+_array_methods.install_methods()
+
+__all__ = [
+    'UnsupportedArgumentError', 'abs', 'absolute', 'acos', 'acosh', 'add', 'all', 'allclose',
+    'amax', 'amin', 'angle', 'any', 'append', 'arange', 'arccos', 'arccosh', 'arcsin',
+    'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere',
+    'around', 'array', 'array_equal', 'array_equiv', 'array_split', 'asarray', 'asin',
+    'asinh', 'astype', 'atan', 'atan2', 'atanh', 'atleast_1d', 'atleast_2d', 'atleast_3d',
+    'average', 'bfloat16', 'bincount', 'bitwise_and', 'bitwise_invert', 'bitwise_left_shift',
+    'bitwise_not', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bool', 'bool_',
+    'broadcast_arrays', 'broadcast_shapes', 'broadcast_to', 'can_cast', 'cbrt', 'cdouble',
+    'ceil', 'character', 'choose', 'clip', 'column_stack', 'complex128', 'complex64',
+    'complex_', 'complexfloating', 'compress', 'concat', 'concatenate', 'conj', 'conjugate',
+    'convolve', 'copy', 'copysign', 'corrcoef', 'correlate', 'cos', 'cosh', 'count_nonzero',
+    'cov', 'cross', 'csingle', 'cumprod', 'cumsum', 'cumulative_prod', 'cumulative_sum',
+    'deg2rad', 'degrees', 'diag', 'diag_indices', 'diagflat', 'diagonal', 'diff', 'digitize',
+    'divide', 'divmod', 'dot', 'double', 'dsplit', 'dstack', 'dtype', 'e', 'ediff1d',
+    'einsum', 'einsum_path', 'empty', 'empty_like', 'equal', 'euler_gamma', 'exp', 'exp2',
+    'expand_dims', 'expm1', 'extract', 'eye', 'fabs', 'finfo', 'fix', 'flatnonzero',
+    'flexible', 'flip', 'fliplr', 'flipud', 'float16', 'float32', 'float64', 'float_',
+    'float_power', 'floating', 'floor', 'floor_divide', 'fmax', 'fmin', 'fmod', 'full',
+    'full_like', 'generic', 'gradient', 'greater', 'greater_equal', 'half', 'heaviside',
+    'hsplit', 'hstack', 'hypot', 'identity', 'iinfo', 'imag', 'indices', 'inexact', 'inf',
+    'inner', 'int16', 'int32', 'int64', 'int8', 'int_', 'integer', 'interp', 'invert',
+    'isclose', 'iscomplex', 'iscomplexobj', 'isdtype', 'isfinite', 'isin', 'isinf', 'isnan',
+    'isneginf', 'isposinf', 'isreal', 'isrealobj', 'isscalar', 'issubdtype', 'ix_', 'kron',
+    'ldexp', 'left_shift', 'less', 'less_equal', 'lexsort', 'linalg', 'linspace', 'log',
+    'log10', 'log1p', 'log2', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not',
+    'logical_or', 'logical_xor', 'logspace', 'matmul', 'matrix_transpose', 'max', 'maximum',
+    'mean', 'median', 'meshgrid', 'min', 'minimum', 'mod', 'modf', 'moveaxis', 'multiply',
+    'nan', 'nan_to_num', 'nanargmax', 'nanargmin', 'nancumprod', 'nancumsum', 'nanmax',
+    'nanmean', 'nanmedian', 'nanmin', 'nanprod', 'nanstd', 'nansum', 'nanvar', 'ndarray',
+    'ndim', 'negative', 'newaxis', 'nextafter', 'nonzero', 'not_equal', 'number', 'object_',
+    'ones', 'ones_like', 'outer', 'pad', 'percentile', 'permute_dims', 'pi', 'polyval',
+    'positive', 'pow', 'power', 'prod', 'promote_types', 'ptp', 'quantile', 'rad2deg',
+    'radians', 'ravel', 'ravel_multi_index', 'real', 'reciprocal', 'remainder', 'repeat',
+    'reshape', 'result_type', 'right_shift', 'rint', 'roll', 'rollaxis', 'rot90', 'round',
+    'row_stack', 'searchsorted', 'select', 'shape', 'sign', 'signbit', 'signedinteger', 'sin',
+    'sinc', 'single', 'sinh', 'size', 'sort', 'split', 'sqrt', 'square', 'squeeze', 'stack',
+    'std', 'subtract', 'sum', 'swapaxes', 'take', 'take_along_axis', 'tan', 'tanh',
+    'tensordot', 'tile', 'trace', 'transpose', 'trapezoid', 'tri', 'tril', 'tril_indices',
+    'tril_indices_from', 'triu', 'triu_indices', 'triu_indices_from', 'true_divide', 'trunc',
+    'uint', 'uint16', 'uint32', 'uint64', 'uint8', 'unique', 'unravel_index',
+    'unsignedinteger', 'unstack', 'vander', 'var', 'vdot', 'vecdot', 'vsplit', 'vstack',
+    'where', 'zeros', 'zeros_like',
+]

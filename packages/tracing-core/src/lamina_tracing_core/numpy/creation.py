@@ -1,0 +1,408 @@
+"""Array creation: ``array``, ``asarray``, ``zeros``/``ones``/``full``/``empty``
+(and ``*_like``), ``arange``, ``linspace``, ``logspace``, ``eye``,
+``identity``, ``tri``, ``tril``, ``triu``, ``meshgrid`` (``diag`` and
+``diagflat`` are in ``products``, beside ``diagonal``).
+
+Host data (lists, numpy arrays, scalars) becomes a device Array; inside a
+trace such an Array is a constant of the traced function, as in JAX. Values
+computed from a shape (``zeros``, ``arange`` of ints, ``eye``) are built with
+lax ops, so under ``jit`` they are staged rather than embedded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core import core, dtypes, lax
+from lamina_tracing_core.lax.convert import convert_element_type_p
+
+from lamina_tracing_core.numpy import _util
+from lamina_tracing_core.numpy._util import Array
+
+__all__ = [
+    "arange", "array", "asarray", "astype", "copy", "empty", "empty_like", "eye",
+    "full", "full_like", "identity", "indices", "linspace", "logspace", "meshgrid", "ones",
+    "ones_like", "tri", "tril", "tril_indices", "tril_indices_from", "triu", "triu_indices",
+    "triu_indices_from", "zeros", "zeros_like",
+]
+
+
+def _place(value: np.ndarray[Any, Any], weak_type: bool) -> Array:
+    """A host value as an array of the eval trace: with the runtime loaded, an
+    uncommitted device Array on the default device. It is converted on a
+    fresh eval trace, so under ``jit`` it stays a constant (no equation), as
+    in JAX."""
+    with core.new_main(core.EvalTrace, dynamic=True, transform="host constant"):
+        return convert_element_type_p.bind(value, new_dtype=value.dtype, weak_type=weak_type,
+                                           sharding=None)
+
+
+def _check_order(fun: str, order: Any, allowed: tuple[Any, ...] = ("K", "A", "C", None)) -> None:
+    if order not in allowed:
+        raise _util.UnsupportedArgumentError(
+            f"lamina.numpy.{fun}: order={order!r} is not supported; lamina arrays are in C "
+            "order (order='C' or 'K')")
+
+
+def _user_dtype(fun: str, dtype: Any) -> np.dtype[Any] | None:
+    return _util.user_dtype(fun, dtype)
+
+
+def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
+          ndmin: int = 0) -> Array:
+    """A lamina array from ``object`` (array, scalar or nested lists of them).
+
+    Python scalars give weakly typed arrays; lists are strongly typed, with
+    the promoted dtype of their elements; ``ndmin`` prepends size-1 axes."""
+    _check_order("array", order)
+    dt = _user_dtype("array", dtype)
+    if isinstance(object, (list, tuple)):
+        dt = dt if dt is not None else _util.nested_dtype("array", object)[0]
+        out = _util.from_nested("array", object, "object", dt)
+        weak = False
+    else:
+        if type(object) is int and dt is not None:
+            _check_int_fits(object, dt)
+        out = _util.operand("array", object, "object")
+        aval = get_aval(out)
+        weak = aval.weak_type if dt is None else False
+        dt = aval.dtype if dt is None else dt
+    out = _util.convert(out, dt, weak)
+    ndim = _util.ndim_of(out)
+    if ndmin > ndim:
+        out = lax.reshape(out, (1,) * (ndmin - ndim) + _util.shape_of(out))
+    if not _util.is_lamina_array(out):
+        return _place(np.asarray(out, dt), weak)
+    if copy and not isinstance(out, core.Tracer) and out is object:
+        return lax.structural.copy_p.bind(out)
+    return out
+
+
+def _check_int_fits(value: int, dtype: Any) -> None:
+    """``array(300, uint8)`` is an error, as in NumPy and JAX (arithmetic
+    with a weakly typed 300 wraps instead)."""
+    dt = np.dtype(dtype)
+    if dt.kind in "iu" and not dtypes.python_int_fits(value, dt):
+        raise OverflowError(f"lamina.numpy.array: Python integer {value} out of bounds for "
+                            f"{dt.name}")
+
+
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
+            copy: bool | None = None) -> Array:
+    """``a`` as a lamina array, without copying an existing Array."""
+    return array(a, dtype=dtype, copy=bool(copy), order=order)
+
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = False,
+           device: Any = None) -> Any:
+    """``x`` converted to ``dtype``."""
+    return array(x, dtype=dtype, copy=copy)
+
+
+def copy(a: Any, order: str | None = None) -> Array:
+    """A copy of ``a``."""
+    return array(a, copy=True, order=order)
+
+
+# --- filled arrays ----------------------------------------------------------------------
+def _shape(fun: str, shape: Any) -> tuple[int, ...]:
+    """A concrete shape from an int or a sequence of ints."""
+    if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and np.ndim(shape) == 0):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"lamina.numpy.{fun}: shape must be an int or a sequence of ints, got "
+                        f"{shape!r}") from None
+    out = tuple(_util.concrete_int(fun, d, "each shape dimension") for d in dims)
+    if any(d < 0 for d in out):
+        raise ValueError(f"lamina.numpy.{fun}: negative dimensions are not allowed, got {out}")
+    return out
+
+
+def zeros(shape: Any, dtype: Any = None) -> Array:
+    """An array of zeros (default dtype float32, or float64 with x64)."""
+    dt = _user_dtype("zeros", dtype) or dtypes.default_float_dtype()
+    return lax.full(_shape("zeros", shape), 0, dt)
+
+
+def ones(shape: Any, dtype: Any = None) -> Array:
+    """An array of ones."""
+    dt = _user_dtype("ones", dtype) or dtypes.default_float_dtype()
+    return lax.full(_shape("ones", shape), 1, dt)
+
+
+def empty(shape: Any, dtype: Any = None) -> Array:
+    """An array of zeros: lamina has no uninitialised memory."""
+    return zeros(shape, dtype)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (broadcast if an array)."""
+    dims = _shape("full", shape)
+    dt = _user_dtype("full", dtype)
+    fill = _util.operand("full", fill_value, "fill_value")
+    if _util.ndim_of(fill) == 0:
+        return lax.full(dims, fill, dt)
+    fill = _util.convert(fill, dt) if dt is not None else fill
+    return _util.broadcast_to("full", fill, dims)
+
+
+def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Array:
+    x = _util.operand(fun, a, "a")
+    dims = None if shape is None else _shape(fun, shape)
+    dt = _user_dtype(fun, dtype)
+    fill = _util.operand(fun, fill_value, "fill_value")
+    if _util.ndim_of(fill) == 0:
+        return lax.full_like(x, fill, dt, dims)
+    aval = get_aval(x)
+    fill = _util.convert(fill, aval.dtype if dt is None else dt)
+    return _util.broadcast_to(fun, fill, aval.shape if dims is None else dims)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
+    """Zeros with the shape and dtype of ``a`` (weak type kept)."""
+    return _like("zeros_like", a, 0, dtype, shape)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
+    """Ones with the shape and dtype of ``a``."""
+    return _like("ones_like", a, 1, dtype, shape)
+
+
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Array:
+    """Zeros with the shape and dtype of ``prototype``."""
+    return _like("empty_like", prototype, 0, dtype, shape)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Array:
+    """``fill_value`` with the shape and dtype of ``a``."""
+    return _like("full_like", a, fill_value, dtype, shape)
+
+
+# --- ranges -----------------------------------------------------------------------------
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Array:
+    """Evenly spaced values in ``[start, stop)``; the bounds must be concrete."""
+    bounds = [start, stop, step]
+    names = ["start", "stop", "step"]
+    values = [None if b is None else _util.concrete("arange", b, f"the {n} argument")
+              for b, n in zip(bounds, names)]
+    for v, n in zip(values, names):
+        if v is not None and v.shape != ():
+            raise TypeError(f"lamina.numpy.arange: {n} must be a scalar, got shape {v.shape}")
+    given = [b for b in bounds if b is not None]
+    dt = _user_dtype("arange", dtype) or dtypes.result_type(*given)
+    if dtypes.is_complex(dt):
+        raise TypeError("lamina.numpy.arange does not support complex dtypes")
+    lo, hi, inc = values
+    if hi is None:
+        lo, hi = np.asarray(0), lo
+    assert hi is not None and lo is not None
+    inc = np.asarray(1) if inc is None else inc
+    if inc == 0:
+        raise ValueError("lamina.numpy.arange: step must not be zero")
+    if all(dtypes.is_integer(v.dtype) or v.dtype == np.bool_ for v in (lo, hi, inc)):
+        size = len(range(int(lo), int(hi), int(inc)))
+    else:
+        size = max(0, math.ceil((float(hi) - float(lo)) / float(inc)))
+    out = lax.iota(dt, size)
+    if int(inc) != 1 or not float(inc).is_integer():
+        out = lax.mul(np.asarray(inc).astype(dt), out)
+    if lo != 0:
+        out = lax.add(np.asarray(lo).astype(dt), out)
+    return out
+
+
+def _float_computation_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
+    return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (array bounds
+    broadcast; the samples go along ``axis``)."""
+    num = _util.concrete_int("linspace", num, "the num argument")
+    if num < 0:
+        raise ValueError(f"lamina.numpy.linspace: number of samples, {num}, must be non-negative")
+    lo, hi = _util.promote_dtypes("linspace", start, stop)
+    out_dt = _user_dtype("linspace", dtype) or _float_computation_dtype(
+        dtypes.result_type(lo, hi))
+    comp = _float_computation_dtype(out_dt)
+    lo, hi = _util.convert(lo, comp), _util.convert(hi, comp)
+    bounds = _util.broadcast_shapes("linspace", _util.shape_of(lo), _util.shape_of(hi))
+    lo, hi = _util.broadcast_to("linspace", lo, bounds), _util.broadcast_to("linspace", hi, bounds)
+    axis = _util.canonicalize_axis("linspace", axis, len(bounds) + 1)
+    sample_shape = bounds[:axis] + (1,) + bounds[axis:]
+    div = num - 1 if endpoint else num
+    if num > 1:
+        delta = lax.div(lax.sub(hi, lo), np.asarray(div, comp))
+        frac_shape = [1] * len(sample_shape)
+        frac_shape[axis] = div
+        frac = lax.div(lax.reshape(lax.iota(comp, div), tuple(frac_shape)),
+                       np.asarray(div, comp))
+        lo_b, hi_b = lax.reshape(lo, sample_shape), lax.reshape(hi, sample_shape)
+        out = lax.add(lax.mul(lo_b, lax.sub(np.asarray(1, comp), frac)), lax.mul(hi_b, frac))
+        if endpoint:
+            out = lax.concatenate([out, lax.reshape(hi, sample_shape)], axis)
+    elif num == 1:
+        delta = lax.full(bounds, np.nan, comp) if endpoint else lax.sub(hi, lo)
+        out = lax.reshape(lo, sample_shape)
+    else:
+        delta = lax.full(bounds, np.nan, comp)
+        out = lax.full(bounds[:axis] + (0,) + bounds[axis:], 0, comp)
+    if dtypes.is_integer(out_dt):
+        out = lax.floor(out)
+    out = _util.convert(out, out_dt)
+    return (out, delta) if retstep else out
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
+             dtype: Any = None, axis: int = 0) -> Array:
+    """``base ** linspace(start, stop, num)``."""
+    lo, hi = _util.promote_dtypes("logspace", start, stop)
+    out_dt = _user_dtype("logspace", dtype) or _float_computation_dtype(
+        dtypes.result_type(lo, hi))
+    comp = _float_computation_dtype(out_dt)
+    exponents = linspace(lo, hi, num, endpoint=endpoint, dtype=comp, axis=axis)
+    b = _util.convert(_util.operand("logspace", base, "base"), comp)
+    b = lax.expand_dims(b, (axis,)) if _util.ndim_of(b) else b
+    b, exponents = _util.promote_shapes("logspace", b, exponents)
+    out = lax.pow(b, exponents)
+    if dtypes.is_integer(out_dt):
+        out = lax.floor(out)
+    return _util.convert(out, out_dt)
+
+
+# --- matrices ---------------------------------------------------------------------------
+def diagonal_mask(n: int, m: int, k: int, compare: Any) -> Array:
+    """``compare(row + k, col)`` over an ``(n, m)`` grid."""
+    rows = lax.broadcasted_iota(dtypes.default_int_dtype(), (n, m), 0)
+    cols = lax.broadcasted_iota(dtypes.default_int_dtype(), (n, m), 1)
+    return compare(lax.add(rows, np.asarray(k, dtypes.default_int_dtype())), cols)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Array:
+    """An ``N x M`` array with ones on the ``k``-th diagonal."""
+    n = _util.concrete_int("eye", N, "N")
+    m = n if M is None else _util.concrete_int("eye", M, "M")
+    k = _util.concrete_int("eye", k, "k")
+    if n < 0 or m < 0:
+        raise ValueError(f"lamina.numpy.eye: negative dimensions are not allowed, got {(n, m)}")
+    dt = _user_dtype("eye", dtype) or dtypes.default_float_dtype()
+    return lax.convert_element_type(diagonal_mask(n, m, k, lax.eq), dt)
+
+
+def identity(n: int, dtype: Any = None) -> Array:
+    """The ``n x n`` identity matrix."""
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Array:
+    """Ones at and below the ``k``-th diagonal, zeros above."""
+    n = _util.concrete_int("tri", N, "N")
+    m = n if M is None else _util.concrete_int("tri", M, "M")
+    k = _util.concrete_int("tri", k, "k")
+    dt = _user_dtype("tri", dtype) or dtypes.default_float_dtype()
+    return lax.convert_element_type(diagonal_mask(n, m, k, lax.ge), dt)
+
+
+def _triangle(fun: str, m: Any, k: int, compare: Any) -> Array:
+    x = _util.operand(fun, m, "m")
+    shape = _util.shape_of(x)
+    if len(shape) < 2:
+        raise ValueError(f"lamina.numpy.{fun}: the argument must be at least 2-D, got shape "
+                         f"{shape}")
+    k = _util.concrete_int(fun, k, "k")
+    mask = diagonal_mask(shape[-2], shape[-1], k, compare)
+    mask = lax.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
+    return lax.select(mask, x, lax.full_like(x, 0))
+
+
+def tril(m: Any, k: int = 0) -> Array:
+    """``m`` with the elements above the ``k``-th diagonal zeroed."""
+    return _triangle("tril", m, k, lax.ge)
+
+
+def triu(m: Any, k: int = 0) -> Array:
+    """``m`` with the elements below the ``k``-th diagonal zeroed."""
+    return _triangle("triu", m, k - 1, lax.lt)
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
+    """The row and column indices of the lower triangle of an ``n x m`` array."""
+    rows, cols = np.tril_indices(n, k, m)
+    ints = dtypes.default_int_dtype()
+    return _place(rows.astype(ints), False), _place(cols.astype(ints), False)
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
+    """The row and column indices of the upper triangle of an ``n x m`` array."""
+    rows, cols = np.triu_indices(n, k, m)
+    ints = dtypes.default_int_dtype()
+    return _place(rows.astype(ints), False), _place(cols.astype(ints), False)
+
+
+def tril_indices_from(arr: Any, k: int = 0) -> tuple[Array, Array]:
+    """``tril_indices`` for the shape of the 2-D ``arr``."""
+    shape = _util.shape_of(_util.operand("tril_indices_from", arr, "arr"))
+    if len(shape) != 2:
+        raise ValueError("lamina.numpy.tril_indices_from: arr must be 2-D")
+    return tril_indices(shape[0], k, shape[1])
+
+
+def triu_indices_from(arr: Any, k: int = 0) -> tuple[Array, Array]:
+    """``triu_indices`` for the shape of the 2-D ``arr``."""
+    shape = _util.shape_of(_util.operand("triu_indices_from", arr, "arr"))
+    if len(shape) != 2:
+        raise ValueError("lamina.numpy.triu_indices_from: arr must be 2-D")
+    return triu_indices(shape[0], k, shape[1])
+
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
+             indexing: str = "xy") -> list[Array]:
+    """Coordinate arrays from 1-D coordinate vectors (``indexing`` 'xy' or 'ij')."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"lamina.numpy.meshgrid: indexing must be 'xy' or 'ij', got "
+                         f"{indexing!r}")
+    args = [_util.operand("meshgrid", x, f"xi[{i}]") for i, x in enumerate(xi)]
+    for i, x in enumerate(args):
+        if _util.ndim_of(x) != 1:
+            raise ValueError(f"lamina.numpy.meshgrid: xi[{i}] must be 1-D, got shape "
+                             f"{_util.shape_of(x)}")
+    sizes = [_util.shape_of(x)[0] for x in args]
+    if indexing == "xy" and len(args) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, x in enumerate(args):
+        dim = i
+        if indexing == "xy" and len(args) >= 2 and i < 2:
+            dim = 1 - i
+        if sparse:
+            shape = tuple(s if d == dim else 1 for d, s in enumerate(sizes))
+            out.append(lax.reshape(x, shape))
+        else:
+            out.append(lax.broadcast_in_dim(x, tuple(sizes), (dim,)))
+    return out
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None, sparse: bool = False) -> Any:
+    """Index grids: ``out[i]`` counts along axis ``i`` of ``dimensions``."""
+    dims = _shape("indices", dimensions)
+    dt = _user_dtype("indices", dtype) or dtypes.default_int_dtype()
+    grids = []
+    for i, n in enumerate(dims):
+        if sparse:
+            shape = tuple(n if j == i else 1 for j in range(len(dims)))
+            grids.append(lax.broadcasted_iota(dt, shape, i))
+        else:
+            grids.append(lax.broadcasted_iota(dt, dims, i))
+    if sparse:
+        return tuple(grids)
+    if not grids:
+        return lax.full((0,), 0, dt)
+    return lax.concatenate([lax.expand_dims(g, (0,)) for g in grids], 0)
+

@@ -1,0 +1,678 @@
+"""Reductions with NumPy's ``axis``/``keepdims``/``where``/``dtype``/``initial``
+arguments: ``sum``, ``prod``, ``max``, ``min``, ``all``, ``any``, ``mean``,
+``var``, ``std``, ``argmax``, ``argmin``, ``cumsum``, ``cumprod``, the
+``nan*`` variants, ``median``, ``quantile``, ``percentile``, ``average``,
+``ptp``, ``count_nonzero``, ``cov`` and ``corrcoef``.
+
+As in JAX: sums and products of small integers and bools accumulate in the
+default int (``promote_integers``), float16/bfloat16 accumulate in float32,
+results are strongly typed, and ``max``/``min`` need ``initial`` to use a
+``where`` mask (they have no identity).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core import dtypes, lax
+
+from lamina_tracing_core.numpy import _util
+from lamina_tracing_core.numpy._util import Array, ArrayLike
+from lamina_tracing_core.numpy.products import diagonal, matmul
+from lamina_tracing_core.numpy.shape_ops import matrix_transpose
+
+Axis = int | tuple[int, ...] | None
+
+_SMALL_FLOATS = frozenset({dtypes.float16, dtypes.bfloat16})
+
+
+def _upcast_small_float(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return dtypes.float32 if dtype in _SMALL_FLOATS else dtype
+
+
+def _promoted_int(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """Bools and ints narrower than the default accumulate in the default
+    (signed or unsigned) int, as NumPy's sum does."""
+    if dtypes.is_boolean(dtype):
+        return dtypes.default_int_dtype()
+    if dtypes.issubdtype(dtype, np.unsignedinteger):
+        default = dtypes.default_uint_dtype()
+        return default if dtype.itemsize < default.itemsize else dtype
+    if dtypes.issubdtype(dtype, np.signedinteger):
+        default = dtypes.default_int_dtype()
+        return default if dtype.itemsize < default.itemsize else dtype
+    return dtype
+
+
+def _keep(x: Any, axes: tuple[int, ...], ndim: int, keepdims: bool) -> Any:
+    """The reduced ``x`` with the reduced axes put back as size 1 if asked."""
+    if not keepdims or not axes:
+        return x
+    return lax.expand_dims(x, axes) if ndim else x
+
+
+def _masked(fun: str, x: Any, where: Any, fill: Any) -> Any:
+    """``x`` with ``fill`` where the mask is False (the reduction's identity)."""
+    if where is None:
+        return x
+    mask = _util.operand(fun, where, "where")
+    if not dtypes.is_boolean(get_aval(mask).dtype):
+        mask = lax.ne(mask, lax.full_like(mask, 0))
+    shape = _util.shape_of(x)
+    mask = _util.broadcast_to(fun, mask, _util.broadcast_shapes(fun, _util.shape_of(mask), shape))
+    if _util.shape_of(mask) != shape:
+        raise ValueError(f"lamina.numpy.{fun}: the where mask of shape {_util.shape_of(mask)} "
+                         f"does not broadcast to the array's shape {shape}")
+    return lax.select(mask, x, lax.full_like(x, fill))
+
+
+def _reduction(fun: str, a: Any, axis: Axis, dtype: Any, out: Any, keepdims: bool,
+               initial: Any, where: Any, *, reducer: Callable[[Any, tuple[int, ...]], Any],
+               combine: Callable[[Any, Any], Any], identity: Any | None,
+               result_dtype: Callable[[np.dtype[Any]], np.dtype[Any]],
+               upcast_small_floats: bool) -> Array:
+    """The shared body of the monoid reductions (sum, prod, max, min, all, any)."""
+    _util.check_out(fun, out)
+    x = _util.operand(fun, a, "a")
+    aval = get_aval(x)
+    axes = _util.canonicalize_axes(fun, axis, aval.ndim)
+    wanted = _util.user_dtype(fun, dtype) or result_dtype(aval.dtype)
+    compute = _upcast_small_float(wanted) if upcast_small_floats else wanted
+    x = _util.convert(x, compute)
+    if identity is None and initial is None:
+        if where is not None:
+            raise ValueError(f"reduction operation {fun} does not have an identity, so to use "
+                             "a where mask one has to specify 'initial'")
+        if builtins.any(aval.shape[i] == 0 for i in axes):
+            raise ValueError(f"zero-size array to reduction operation {fun} which has no "
+                             "identity")
+    if where is not None:
+        fill = identity if identity is not None else _util.concrete(fun, initial, "initial")
+        x = _masked(fun, x, where, _util.convert(fill, compute))
+    result = reducer(x, axes)
+    if initial is not None:
+        init = _util.convert(_util.operand(fun, initial, "initial"), compute)
+        if _util.ndim_of(init):
+            raise ValueError(f"lamina.numpy.{fun}: initial must be a scalar, got shape "
+                             f"{_util.shape_of(init)}")
+        result = combine(result, init)
+    result = _keep(result, axes, aval.ndim, keepdims)
+    return _util.convert(result, wanted)
+
+
+def _sum_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return _promoted_int(dtype)
+
+
+def _same_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return dtype
+
+
+def _bool_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return dtypes.bool_
+
+
+def _bool_aware(op_bool: Callable[..., Any], op: Callable[..., Any]) -> Callable[..., Any]:
+    def reducer(x: Any, axes: tuple[int, ...]) -> Any:
+        return (op_bool if dtypes.is_boolean(get_aval(x).dtype) else op)(x, axes)
+    return reducer
+
+
+def _bool_aware_combine(op_bool: Callable[..., Any], op: Callable[..., Any]
+                        ) -> Callable[[Any, Any], Any]:
+    def combine(x: Any, y: Any) -> Any:
+        return (op_bool if dtypes.is_boolean(get_aval(x).dtype) else op)(x, y)
+    return combine
+
+
+def sum(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,  # noqa: A001
+        keepdims: bool = False, initial: ArrayLike | None = None,
+        where: ArrayLike | None = None, promote_integers: bool = True) -> Array:
+    """The sum over ``axis`` (all axes by default)."""
+    return _reduction("sum", a, axis, dtype, out, keepdims, initial, where,
+                      reducer=_bool_aware(lax.reduce_or, lax.reduce_sum),
+                      combine=_bool_aware_combine(lax.bitwise_or, lax.add), identity=0,
+                      result_dtype=_sum_dtype if promote_integers else _same_dtype,
+                      upcast_small_floats=True)
+
+
+def prod(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False, initial: ArrayLike | None = None,
+         where: ArrayLike | None = None, promote_integers: bool = True) -> Array:
+    """The product over ``axis``."""
+    return _reduction("prod", a, axis, dtype, out, keepdims, initial, where,
+                      reducer=_bool_aware(lax.reduce_and, lax.reduce_prod),
+                      combine=_bool_aware_combine(lax.bitwise_and, lax.mul), identity=1,
+                      result_dtype=_sum_dtype if promote_integers else _same_dtype,
+                      upcast_small_floats=True)
+
+
+def max(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+    """The maximum over ``axis`` (NaN if any element is NaN)."""
+    return _reduction("max", a, axis, None, out, keepdims, initial, where,
+                      reducer=_bool_aware(lax.reduce_or, lax.reduce_max),
+                      combine=_bool_aware_combine(lax.bitwise_or, lax.max), identity=None,
+                      result_dtype=_same_dtype, upcast_small_floats=False)
+
+
+def min(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+    """The minimum over ``axis`` (NaN if any element is NaN)."""
+    return _reduction("min", a, axis, None, out, keepdims, initial, where,
+                      reducer=_bool_aware(lax.reduce_and, lax.reduce_min),
+                      combine=_bool_aware_combine(lax.bitwise_and, lax.min), identity=None,
+                      result_dtype=_same_dtype, upcast_small_floats=False)
+
+
+amax = max
+amin = min
+
+
+def _truth(fun: str, a: Any) -> Any:
+    x = _util.operand(fun, a, "a")
+    return x if dtypes.is_boolean(get_aval(x).dtype) else lax.ne(x, lax.full_like(x, 0))
+
+
+def all(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        *, where: ArrayLike | None = None) -> Array:
+    """True if every element over ``axis`` is non-zero."""
+    return _reduction("all", _truth("all", a), axis, None, out, keepdims, None, where,
+                      reducer=lax.reduce_and, combine=lax.bitwise_and, identity=True,
+                      result_dtype=_bool_dtype, upcast_small_floats=False)
+
+
+def any(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,  # noqa: A001
+        *, where: ArrayLike | None = None) -> Array:
+    """True if any element over ``axis`` is non-zero."""
+    return _reduction("any", _truth("any", a), axis, None, out, keepdims, None, where,
+                      reducer=lax.reduce_or, combine=lax.bitwise_or, identity=False,
+                      result_dtype=_bool_dtype, upcast_small_floats=False)
+
+
+def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
+    """The number of non-zero elements over ``axis`` (default int dtype)."""
+    return sum(_truth("count_nonzero", a), axis=axis, keepdims=keepdims,
+               dtype=dtypes.default_int_dtype())
+
+
+# --- statistics ---------------------------------------------------------------------------
+def _inexact(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
+
+
+def _count(fun: str, x: Any, axis: Axis, where: Any, dtype: np.dtype[Any],
+           keepdims: bool) -> Any:
+    """How many elements each reduction over ``axis`` sees, as ``dtype``."""
+    shape = _util.shape_of(x)
+    axes = _util.canonicalize_axes(fun, axis, len(shape))
+    if where is None:
+        return np.asarray(math.prod(shape[i] for i in axes), dtype)
+    mask = _util.broadcast_to(fun, _truth(fun, where), shape)
+    return sum(mask, axis=axes, dtype=dtype, keepdims=keepdims)
+
+
+def mean(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
+    """The arithmetic mean over ``axis`` (integers average as floats)."""
+    _util.check_out("mean", out)
+    x = _util.operand("mean", a, "a")
+    wanted = _util.user_dtype("mean", dtype) or _inexact(get_aval(x).dtype)
+    compute = _upcast_small_float(wanted)
+    total = sum(x, axis=axis, dtype=compute, keepdims=keepdims, where=where)
+    count = _count("mean", x, axis, where, compute, keepdims)
+    return _util.convert(lax.div(total, count), wanted)
+
+
+def _var_dtypes(fun: str, x: Any, dtype: Any) -> tuple[np.dtype[Any], np.dtype[Any]]:
+    """``(computation dtype, result dtype)``; complex input has a real variance."""
+    given = _util.user_dtype(fun, dtype)
+    a_dtype = get_aval(x).dtype
+    if given is None:
+        result = _inexact(a_dtype)
+        if dtypes.is_complex(result):
+            result = lax.common.real_dtype(result)
+        compute = _upcast_small_float(_inexact(a_dtype))
+    else:
+        result = given
+        compute = _upcast_small_float(dtypes.promote_types(_inexact(a_dtype), given)
+                                      if dtypes.is_inexact(given) else _inexact(a_dtype))
+    return compute, result
+
+
+def var(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+        ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+        correction: int | float | None = None) -> Array:
+    """The variance over ``axis``: ``sum(|x - mean|**2) / (N - ddof)``."""
+    _util.check_out("var", out)
+    if correction is not None:
+        ddof = correction  # type: ignore[assignment]
+    x = _util.operand("var", a, "a")
+    compute, result = _var_dtypes("var", x, dtype)
+    x = _util.convert(x, compute)
+    centered = lax.sub(x, mean(x, axis=axis, dtype=compute, keepdims=True, where=where))
+    if dtypes.is_complex(compute):
+        squares = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        squares = lax.square(centered)
+    part = get_aval(squares).dtype
+    total = sum(squares, axis=axis, dtype=part, keepdims=keepdims, where=where)
+    count = _count("var", x, axis, where, part, keepdims)
+    count = lax.sub(count, _util.convert(_util.operand("var", ddof, "ddof"), part))
+    return _util.convert(lax.div(total, count), result)
+
+
+def std(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+        ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+        correction: int | float | None = None) -> Array:
+    """The standard deviation: ``sqrt(var(...))``."""
+    _util.check_out("std", out)
+    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
+            correction=correction)
+    return lax.sqrt(v)
+
+
+def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
+            returned: bool = False, keepdims: bool = False) -> Any:
+    """The (weighted) average over ``axis``; with ``returned`` also the sum of weights."""
+    if weights is None:
+        x = _util.operand("average", a, "a")
+        avg = mean(x, axis=axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        count = _count("average", x, axis, None, get_aval(avg).dtype, keepdims)
+        return avg, lax.full_like(avg, count)
+    x, w = _util.promote_dtypes_inexact("average", a, weights)
+    x_shape, w_shape = _util.shape_of(x), _util.shape_of(w)
+    if x_shape != w_shape:
+        if axis is None or not isinstance(axis, (int, np.integer)) or len(w_shape) != 1:
+            raise ValueError("lamina.numpy.average: weights of a different shape than a must "
+                             "be 1-D and given with an integer axis")
+        ax = _util.canonicalize_axis("average", axis, len(x_shape))
+        if w_shape[0] != x_shape[ax]:
+            raise ValueError(f"lamina.numpy.average: the length of weights ({w_shape[0]}) "
+                             f"differs from a.shape[{ax}] ({x_shape[ax]})")
+        w = lax.broadcast_in_dim(w, x_shape, (ax,))
+    weight_sum = sum(w, axis=axis, keepdims=keepdims)
+    avg = lax.div(sum(lax.mul(x, w), axis=axis, keepdims=keepdims), weight_sum)
+    return (avg, weight_sum) if returned else avg
+
+
+def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
+    """The range ``max - min`` over ``axis``."""
+    _util.check_out("ptp", out)
+    return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+
+
+# --- arg reductions -------------------------------------------------------------------------
+def _arg_reduction(fun: str, op: Callable[..., Any], a: Any, axis: int | None, out: Any,
+                   keepdims: bool | None) -> Array:
+    _util.check_out(fun, out)
+    x = _util.operand(fun, a, "a")
+    shape = _util.shape_of(x)
+    if axis is None:
+        if 0 in shape:
+            raise ValueError(f"attempt to get {fun} of an empty sequence")
+        flat = lax.reshape(x, (math.prod(shape),))
+        result = op(flat, 0, dtypes.default_int_dtype())
+        return lax.reshape(result, (1,) * len(shape)) if keepdims else result
+    ax = _util.canonicalize_axis(fun, axis, len(shape))
+    if shape[ax] == 0:
+        raise ValueError(f"attempt to get {fun} of an empty sequence")
+    result = op(x, ax, dtypes.default_int_dtype())
+    return lax.expand_dims(result, (ax,)) if keepdims else result
+
+
+def argmax(a: ArrayLike, axis: int | None = None, out: None = None,
+           keepdims: bool | None = None) -> Array:
+    """The index of the first maximum along ``axis`` (of the flat array if None)."""
+    return _arg_reduction("argmax", lax.argmax, a, axis, out, keepdims)
+
+
+def argmin(a: ArrayLike, axis: int | None = None, out: None = None,
+           keepdims: bool | None = None) -> Array:
+    """The index of the first minimum along ``axis`` (of the flat array if None)."""
+    return _arg_reduction("argmin", lax.argmin, a, axis, out, keepdims)
+
+
+# --- cumulative ---------------------------------------------------------------------------------
+def _cumulative(fun: str, op: Callable[..., Any], a: Any, axis: int | None, dtype: Any,
+                out: Any) -> Array:
+    _util.check_out(fun, out)
+    x = _util.operand(fun, a, "a")
+    if axis is None:
+        x = lax.reshape(x, (math.prod(_util.shape_of(x)),))
+        axis = 0
+    ax = _util.canonicalize_axis(fun, axis, _util.ndim_of(x))
+    a_dtype = get_aval(x).dtype
+    wanted = _util.user_dtype(fun, dtype) or (
+        dtypes.default_int_dtype() if dtypes.is_boolean(a_dtype) else a_dtype)
+    x = _util.convert(x, wanted)
+    return op(x, axis=ax)
+
+
+def cumsum(a: ArrayLike, axis: int | None = None, dtype: Any = None, out: None = None) -> Array:
+    """Cumulative sums along ``axis`` (of the flat array if None)."""
+    return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
+
+
+def cumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None,
+            out: None = None) -> Array:
+    """Cumulative products along ``axis`` (of the flat array if None)."""
+    return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
+
+
+cumulative_sum = cumsum
+cumulative_prod = cumprod
+
+
+# --- NaN-ignoring variants ----------------------------------------------------------------------
+def _nan_replaced(fun: str, a: Any, fill: Any) -> Any:
+    x = _util.operand(fun, a, "a")
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        return x
+    return lax.select(lax.ne(x, x), lax.full_like(x, fill), x)
+
+
+def nansum(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+           keepdims: bool = False, initial: ArrayLike | None = None,
+           where: ArrayLike | None = None) -> Array:
+    """``sum`` treating NaNs as zero."""
+    return sum(_nan_replaced("nansum", a, 0), axis, dtype, out, keepdims, initial, where)
+
+
+def nanprod(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+            keepdims: bool = False, initial: ArrayLike | None = None,
+            where: ArrayLike | None = None) -> Array:
+    """``prod`` treating NaNs as one."""
+    return prod(_nan_replaced("nanprod", a, 1), axis, dtype, out, keepdims, initial, where)
+
+
+def _not_nan(fun: str, a: Any) -> Any:
+    x = _util.operand(fun, a, "a")
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        return lax.full_like(x, True, dtypes.bool_)
+    return lax.eq(x, x)
+
+
+def _nan_extremum(fun: str, reduce: Callable[..., Any], fill: float, a: Any, axis: Axis,
+                  out: Any, keepdims: bool, initial: Any, where: Any) -> Array:
+    x = _util.operand(fun, a, "a")
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        return reduce(x, axis, out, keepdims, initial, where)
+    result = reduce(_nan_replaced(fun, x, fill), axis, out, keepdims, initial, where)
+    all_nan = all(lax.ne(x, x), axis=axis, keepdims=keepdims)
+    return lax.select(all_nan, lax.full_like(result, np.nan), result)
+
+
+def nanmax(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
+           initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+    """``max`` ignoring NaNs (NaN where all are NaN)."""
+    return _nan_extremum("nanmax", max, -np.inf, a, axis, out, keepdims, initial, where)
+
+
+def nanmin(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
+           initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
+    """``min`` ignoring NaNs (NaN where all are NaN)."""
+    return _nan_extremum("nanmin", min, np.inf, a, axis, out, keepdims, initial, where)
+
+
+def nanmean(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+            keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
+    """``mean`` of the non-NaN elements."""
+    _util.check_out("nanmean", out)
+    x = _util.operand("nanmean", a, "a")
+    wanted = _util.user_dtype("nanmean", dtype) or _inexact(get_aval(x).dtype)
+    compute = _upcast_small_float(wanted)
+    valid = _not_nan("nanmean", x)
+    if where is not None:
+        valid = lax.bitwise_and(valid, _util.broadcast_to("nanmean", _truth("nanmean", where),
+                                                          _util.shape_of(x)))
+    total = nansum(x, axis=axis, dtype=compute, keepdims=keepdims, where=valid)
+    count = sum(valid, axis=axis, dtype=compute, keepdims=keepdims)
+    return _util.convert(lax.div(total, count), wanted)
+
+
+def nanvar(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
+    """``var`` of the non-NaN elements."""
+    _util.check_out("nanvar", out)
+    x = _util.operand("nanvar", a, "a")
+    valid = _not_nan("nanvar", x)
+    if where is not None:
+        valid = lax.bitwise_and(valid, _util.broadcast_to("nanvar", _truth("nanvar", where),
+                                                          _util.shape_of(x)))
+    return var(_nan_replaced("nanvar", x, 0), axis=axis, dtype=dtype, ddof=ddof,
+               keepdims=keepdims, where=valid)
+
+
+def nanstd(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
+           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
+    """``std`` of the non-NaN elements."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+
+
+# --- order statistics ---------------------------------------------------------------------------
+def _moved_last(fun: str, a: Any, axis: Axis) -> tuple[Any, tuple[int, ...]]:
+    """``a`` with the reduced axes flattened into one last axis, and those axes."""
+    x = _util.operand(fun, a, "a")
+    shape = _util.shape_of(x)
+    axes = _util.canonicalize_axes(fun, axis, len(shape))
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    x = lax.transpose(x, kept + axes)
+    flat_shape = tuple(shape[i] for i in kept) + (math.prod(shape[i] for i in axes),)
+    return lax.reshape(x, flat_shape), axes
+
+
+def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
+             overwrite_input: bool = False, method: str = "linear",
+             keepdims: bool = False) -> Array:
+    """The ``q``-th quantiles (``0 <= q <= 1``) over ``axis``; NaN if any element
+    is NaN. Methods: linear, lower, higher, nearest, midpoint."""
+    _util.check_out("quantile", out)
+    return _quantile("quantile", a, q, axis, method, keepdims)
+
+
+def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
+               overwrite_input: bool = False, method: str = "linear",
+               keepdims: bool = False) -> Array:
+    """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis``."""
+    _util.check_out("percentile", out)
+    (qs,) = _util.promote_dtypes_inexact("percentile", q)
+    return _quantile("percentile", a, lax.div(qs, _util.convert(100, get_aval(qs).dtype)),
+                     axis, method, keepdims)
+
+
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool) -> Array:
+    if method not in _METHODS:
+        raise ValueError(f"lamina.numpy.{fun}: method must be one of {_METHODS}, got {method!r}")
+    (x,) = _util.promote_dtypes_inexact(fun, a)
+    x = _util.strip_weak(x)
+    qs = _util.convert(_util.operand(fun, q, "q"), get_aval(x).dtype)
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise TypeError(f"lamina.numpy.{fun} does not support complex input")
+    shape = _util.shape_of(x)
+    flat, axes = _moved_last(fun, x, axis)
+    n = _util.shape_of(flat)[-1]
+    if n == 0:
+        raise ValueError(f"lamina.numpy.{fun} of an empty array")
+    ordered = lax.sort(flat, dimension=-1)
+    batch = _util.shape_of(ordered)[:-1]
+    q_shape = _util.shape_of(qs)
+    q_flat = lax.reshape(qs, (math.prod(q_shape),))
+    pos = lax.mul(q_flat, _util.convert(n - 1, get_aval(q_flat).dtype))
+    lo = lax.clamp(_util.convert(0, get_aval(pos).dtype), lax.floor(pos),
+                   _util.convert(n - 1, get_aval(pos).dtype))
+    hi = lax.clamp(_util.convert(0, get_aval(pos).dtype), lax.ceil(pos),
+                   _util.convert(n - 1, get_aval(pos).dtype))
+    ints = dtypes.default_int_dtype()
+
+    def at(index: Any) -> Any:
+        idx = lax.convert_element_type(index, ints)
+        idx = lax.broadcast_in_dim(idx, batch + (len_q,), (len(batch),))
+        return lax.take_along_axis(ordered, idx, len(batch))
+
+    len_q = _util.shape_of(q_flat)[0]
+    low, high = at(lo), at(hi)
+    frac = lax.broadcast_in_dim(lax.sub(pos, lo), batch + (len_q,), (len(batch),))
+    frac = _util.convert(frac, get_aval(ordered).dtype)
+    if method == "linear":
+        result = lax.add(low, lax.mul(lax.sub(high, low), frac))
+    elif method == "lower":
+        result = low
+    elif method == "higher":
+        result = high
+    elif method == "midpoint":
+        result = lax.mul(lax.add(low, high), _util.convert(0.5, get_aval(low).dtype))
+    else:
+        nearest = lax.round(lax.broadcast_in_dim(pos, batch + (len_q,), (len(batch),)),
+                            lax.RoundingMethod.TO_NEAREST_EVEN)
+        result = lax.take_along_axis(ordered, lax.convert_element_type(nearest, ints), len(batch))
+    has_nan = any(lax.ne(flat, flat), axis=-1, keepdims=True)
+    result = lax.select(lax.broadcast_in_dim(has_nan, _util.shape_of(result),
+                                             tuple(range(len(batch) + 1))),
+                        lax.full_like(result, np.nan), result)
+    # (batch..., q) -> (q..., batch...) with the reduced axes kept if asked.
+    result = lax.reshape(result, batch + q_shape)
+    nb = len(batch)
+    result = lax.transpose(result, tuple(range(nb, nb + len(q_shape))) + tuple(range(nb)))
+    if keepdims:
+        kept_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
+        result = lax.reshape(result, q_shape + kept_shape)
+    return result
+
+
+def median(a: ArrayLike, axis: Axis = None, out: None = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Array:
+    """The median over ``axis`` (mean of the two middle values for even counts)."""
+    _util.check_out("median", out)
+    return _quantile("median", a, 0.5, axis, "midpoint", keepdims)
+
+
+def nanmedian(a: ArrayLike, axis: Axis = None, out: None = None,
+              overwrite_input: bool = False, keepdims: bool = False) -> Array:
+    """The median ignoring NaNs (NaNs sort last; each slice uses its non-NaN count)."""
+    _util.check_out("nanmedian", out)
+    x = _util.promote_dtypes_inexact("nanmedian", a)[0]
+    flat, axes = _moved_last("nanmedian", x, axis)
+    ordered = lax.sort(flat, dimension=-1)
+    valid = sum(lax.eq(flat, flat), axis=-1, keepdims=True, dtype=dtypes.default_int_dtype())
+    ints = dtypes.default_int_dtype()
+    lo = lax.div(lax.sub(lax.max(valid, np.asarray(1, ints)), np.asarray(1, ints)),
+                 np.asarray(2, ints))
+    hi = lax.div(lax.max(valid, np.asarray(1, ints)), np.asarray(2, ints))
+    axis_last = _util.ndim_of(ordered) - 1
+    low = lax.take_along_axis(ordered, lo, axis_last)
+    high = lax.take_along_axis(ordered, hi, axis_last)
+    result = lax.mul(lax.add(low, high), _util.convert(0.5, get_aval(low).dtype))
+    result = lax.select(lax.eq(valid, np.asarray(0, ints)), lax.full_like(result, np.nan), result)
+    shape = _util.shape_of(x)
+    if keepdims:
+        return lax.reshape(result, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    return lax.reshape(result, tuple(d for i, d in enumerate(shape) if i not in axes))
+
+
+def _nan_arg_reduction(fun: str, op: Callable[..., Any], fill: float, a: Any,
+                       axis: int | None, keepdims: bool | None) -> Array:
+    x = _util.operand(fun, a, "a")
+    if not dtypes.is_inexact(get_aval(x).dtype):
+        return _arg_reduction(fun, op, x, axis, None, keepdims)
+    nan = lax.ne(x, x)
+    result = _arg_reduction(fun, op, lax.select(nan, lax.full_like(x, fill), x), axis, None,
+                            keepdims)
+    all_nan = all(nan, axis=axis, keepdims=bool(keepdims))
+    if axis is None and keepdims:
+        all_nan = lax.reshape(all_nan, _util.shape_of(result))
+    return lax.select(all_nan, lax.full_like(result, -1), result)
+
+
+def nanargmax(a: ArrayLike, axis: int | None = None, out: None = None,
+              keepdims: bool | None = None) -> Array:
+    """``argmax`` ignoring NaNs (-1 where all are NaN, as JAX)."""
+    _util.check_out("nanargmax", out)
+    return _nan_arg_reduction("nanargmax", lax.argmax, -np.inf, a, axis, keepdims)
+
+
+def nanargmin(a: ArrayLike, axis: int | None = None, out: None = None,
+              keepdims: bool | None = None) -> Array:
+    """``argmin`` ignoring NaNs (-1 where all are NaN, as JAX)."""
+    _util.check_out("nanargmin", out)
+    return _nan_arg_reduction("nanargmin", lax.argmin, np.inf, a, axis, keepdims)
+
+
+def nancumsum(a: ArrayLike, axis: int | None = None, dtype: Any = None,
+              out: None = None) -> Array:
+    """``cumsum`` treating NaNs as zero."""
+    return cumsum(_nan_replaced("nancumsum", a, 0), axis, dtype, out)
+
+
+def nancumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None,
+               out: None = None) -> Array:
+    """``cumprod`` treating NaNs as one."""
+    return cumprod(_nan_replaced("nancumprod", a, 1), axis, dtype, out)
+
+
+def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
+        ddof: int | None = None, fweights: ArrayLike | None = None,
+        aweights: ArrayLike | None = None) -> Array:
+    """The covariance matrix of the variables in the rows (or columns, if not
+    ``rowvar``) of ``m`` (and ``y``); a single variable gives a scalar."""
+    if fweights is not None or aweights is not None:
+        raise _util.UnsupportedArgumentError("lamina.numpy.cov: fweights and aweights are not "
+                                             "supported")
+    (x,) = _util.promote_dtypes_inexact("cov", m)
+    x = _as_variables(x, rowvar)
+    if y is not None:
+        (extra,) = _util.promote_dtypes_inexact("cov", y)
+        x = lax.concatenate(_util.promote_dtypes("cov", x, _as_variables(extra, rowvar)), 0)
+    n = _util.shape_of(x)[1]
+    correction = (0 if bias else 1) if ddof is None else ddof
+    centered = lax.sub(x, mean(x, axis=1, keepdims=True))
+    conj = lax.conj(centered) if dtypes.is_complex(get_aval(centered).dtype) else centered
+    prod_ = matmul(centered, matrix_transpose(conj))
+    out = lax.div(prod_, np.asarray(n - correction, get_aval(prod_).dtype))
+    return lax.reshape(out, ()) if _util.shape_of(out) == (1, 1) else out
+
+
+def _as_variables(x: Any, rowvar: bool) -> Any:
+    """Observations as a 2-D ``(variables, observations)`` array."""
+    nd = _util.ndim_of(x)
+    if nd > 2:
+        raise ValueError("lamina.numpy.cov: m has more than 2 dimensions")
+    if nd < 2:
+        return lax.reshape(x, (1, math.prod(_util.shape_of(x))))
+    return x if rowvar else lax.transpose(x, (1, 0))
+
+
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Array:
+    """Pearson correlation coefficients (``cov`` normalised by the standard
+    deviations, clipped to [-1, 1])."""
+    c = cov(x, y, rowvar)
+    if _util.ndim_of(c) == 0:
+        return lax.div(c, c)
+    d = lax.real(diagonal(c)) if dtypes.is_complex(get_aval(c).dtype) else diagonal(c)
+    std_dev = lax.sqrt(d)
+    n = _util.shape_of(d)[0]
+    scale = lax.mul(lax.broadcast_in_dim(std_dev, (n, n), (0,)),
+                    lax.broadcast_in_dim(std_dev, (n, n), (1,)))
+    out = lax.div(c, _util.convert(scale, get_aval(c).dtype))
+    if dtypes.is_complex(get_aval(out).dtype):
+        return out
+    return lax.clamp(np.asarray(-1, get_aval(out).dtype), out, np.asarray(1, get_aval(out).dtype))
+
+
+
+
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+          out: None = None) -> Array:
+    """The sum along the ``offset`` diagonal."""
+    _util.check_out("trace", out)
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
