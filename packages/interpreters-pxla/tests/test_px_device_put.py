@@ -83,7 +83,7 @@ def test_device_prefix_tree(mesh: Mesh) -> None:
     out = px.device_put(tree, {"a": devs[1], "b": NamedSharding(mesh, P("y"))})
     assert out["a"].device == devs[1]
     assert out["b"][0].sharding == out["b"][1].sharding == NamedSharding(mesh, P("y"))
-    with pytest.raises(ValueError, match="pytree prefix"):
+    with pytest.raises(ValueError, match="device specification must be a tree prefix"):
         px.device_put(tree, [devs[0], devs[1]])
 
 

@@ -103,8 +103,8 @@ def test_argument_checks_name_the_argument() -> None:
         exe.call(good)
     dead = px.device_put(np.ones(4, np.float32), px.devices()[0])
     dead.delete()
-    with pytest.raises(ExecutableCallError, match=r"jit\(add\): argument 'x': Array has been "
-                                                  r"deleted with shape=f32\[4\]"):
+    with pytest.raises(px.DeletedArrayError, match=r"jit\(add\): argument 'x': Array has been "
+                                                   r"deleted with shape=f32\[4\]"):
         exe.call(dead, good)
     with pytest.raises(ExecutableCallError, match=r"argument 'x' is not a valid array"):
         exe.call("nope", good)
@@ -172,8 +172,8 @@ def test_donation_deletes_inputs_and_later_use_names_the_call() -> None:
     assert x.is_deleted()
     with pytest.raises(px.DeletedArrayError, match=r"donated to jit\(double\)"):
         np.asarray(x)
-    with pytest.raises(ExecutableCallError, match=r"argument 'x': Array has been deleted.*"
-                                                  r"donated to jit\(double\)"):
+    with pytest.raises(px.DeletedArrayError, match=r"argument 'x': Array has been deleted.*"
+                                                   r"donated to jit\(double\)"):
         exe.call(x)
     with pytest.raises(ExecutableCallError, match="same buffer is passed"):
         two = _add_executable(0, donated_invars=[True, False])

@@ -171,10 +171,10 @@ def test_inner_pmap_exposes_the_outer_axis() -> None:
 
 
 def test_unbound_axis_is_a_trace_time_error_naming_it() -> None:
-    with pytest.raises(UnboundAxisNameError, match=r"unbound axis name: 'j'.*bound here are 'i'"):
+    with pytest.raises(UnboundAxisNameError, match=r"unbound axis name: j\..*bound here are 'i'"):
         pm(lambda x: lax.psum(x, "j"))(X)
 
 
 def test_collective_without_axis_name_is_unbound() -> None:
-    with pytest.raises(UnboundAxisNameError, match="unbound axis name: 'i'"):
+    with pytest.raises(UnboundAxisNameError, match=r"unbound axis name: i\."):
         pmap(lambda x: lax.psum(x, "i"))(X)

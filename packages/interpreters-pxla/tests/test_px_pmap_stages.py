@@ -1,6 +1,7 @@
 """pmap's AOT stages and the names in its lowered module: ``jax.arg_info`` /
-``jax.result_info`` (and argument locations), unused arguments pruned as JAX
-0.10 prunes them, the same names under jvp, and Traced -> Lowered -> Compiled."""
+``jax.result_info`` (and argument locations), every argument kept (pmap's
+contract, unlike jit, which prunes unused ones), the same names under jvp, and
+Traced -> Lowered -> Compiled."""
 
 from __future__ import annotations
 
@@ -33,8 +34,11 @@ def f(x: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
 
 ARGS = ({"hi": full(1.0)}, {"hi": full(2.0)}, full(3.0), full(4.0))
 KWARGS = {"z": full(5.0), "w": full(6.0)}
-# JAX 0.10 keeps the used arguments, in flat order (x and args[0] are unused).
+# The arguments f reads, in flat order (x and args[0] are unused) ...
 KEPT = ("y['hi']", "args[1]", "kwargs['w']", "kwargs['z']")
+# ... and every argument, which pmap's own module keeps (JAX 0.10's pmap prunes
+# to KEPT; the pmap lamina was started from kept them all).
+ALL = ("x['hi']", "y['hi']", "args[0]", "args[1]", "kwargs['w']", "kwargs['z']")
 
 
 def arg_infos(text: str) -> list[str]:
@@ -47,20 +51,20 @@ def result_infos(text: str) -> list[str]:
     return re.findall(r'jax\.result_info = "([^"]*)"', text)
 
 
-def test_lowered_module_names_the_used_arguments() -> None:
+def test_lowered_module_names_every_argument() -> None:
     lowered = pmap(f).lower(*ARGS, **KWARGS)
     assert isinstance(lowered, Lowered)
     text = lowered.as_text()
-    assert arg_infos(text) == list(KEPT)
+    assert arg_infos(text) == list(ALL)
     assert result_infos(text) == ["result"]
-    assert text.count("%arg") >= len(KEPT) and "%arg4" not in text.split("{", 2)[1]
+    assert lowered.lowering.kept_var_idx == tuple(range(6))
     assert lowered.lowering.module_name == "pmap_f"
     assert "mhlo.num_replicas = 8" in text
 
 
 def test_argument_names_are_also_locations() -> None:
     text = pmap(f).lower(*ARGS, **KWARGS).as_text(debug_info=True)
-    for name in KEPT:
+    for name in ALL:
         assert f'loc("{name}")' in text
 
 
@@ -104,7 +108,7 @@ def test_names_after_jvp_of_pmap() -> None:
     np.testing.assert_allclose(np.asarray(out), full(17.0))
     np.testing.assert_allclose(np.asarray(tan), full(4.0))
     lowering = pmap_execution.recent_executables[-1].lowering
-    assert lowering.arg_names == KEPT + tuple(f"tangent({n})" for n in KEPT)
+    assert lowering.arg_names == ALL + tuple(f"tangent({n})" for n in ALL)
     assert lowering.result_names == ("result", "tangent(result)")
 
 
@@ -114,23 +118,17 @@ def test_names_after_vmap_of_pmap() -> None:
                     for a in ARGS)
     out = api.vmap(lambda *a: mapped(*a, z=KWARGS["z"], w=KWARGS["w"]))(*batched)
     np.testing.assert_allclose(np.asarray(out), np.full((2, N), 17.0))
-    assert pmap_execution.recent_executables[-1].lowering.arg_names == KEPT
+    assert pmap_execution.recent_executables[-1].lowering.arg_names == ALL
 
 
-def test_dce_rule_of_a_pmap_equation(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lamina_interpreters_pxla import pmap_primitive
+def test_dce_rule_of_a_pmap_equation() -> None:
     from lamina_interpreters_pxla.pmap import pmap_p
     from lamina_tracing_core import partial_eval as pe
     closed = api.make_jaxpr(lambda *a, **k: (pmap(f)(*a, **k), pmap(f)(*a, **k)))(
         *ARGS, **KWARGS)
     eqn = closed.jaxpr.eqns[0]
     assert pe.dce_rules[pmap_p]([False], eqn) == ([False] * 6, None)
-    # By default every input stays (see pmap_primitive.PRUNE_INPUTS); the
-    # body loses its dead code and the unused outputs go.
-    used_inputs, new_eqn = pe.dce_rules[pmap_p]([True], eqn)
-    assert used_inputs == [True] * 6 and new_eqn is not None
-    assert new_eqn.invars == eqn.invars
-    monkeypatch.setattr(pmap_primitive, "PRUNE_INPUTS", True)
+    # Inside another program the equation drops the inputs its body ignores.
     used_inputs, new_eqn = pe.dce_rules[pmap_p]([True], eqn)
     # (the rule's convention: one flag per input of the original equation)
     assert used_inputs == [False, True, False, True, True, True]
@@ -174,7 +172,7 @@ def test_trace_stage() -> None:
     assert dbg.result_paths == ("result",)
     assert [a.aval.shape for a in traced.args_info] == [(N,)] * 6
     lowered = traced.lower()
-    assert arg_infos(lowered.as_text()) == list(KEPT)
+    assert arg_infos(lowered.as_text()) == list(ALL)
 
 
 def test_trace_with_shape_dtype_structs() -> None:

@@ -278,7 +278,8 @@ def test_more_entries_than_given_devices() -> None:
 def test_in_axes_not_matching_the_arguments() -> None:
     with pytest.raises(ValueError, match=r"pmap in_axes specification must be a tree prefix"):
         pmap(lambda x: x, in_axes=({"a": 0},))(X)
-    with pytest.raises(ValueError, match=r"len\(in_axes\)=3, len\(args\)=2"):
+    with pytest.raises(ValueError, match=r"pmap in_axes has a tuple of length 3, but the full "
+                       r"pytree \(the tuple of arguments passed positionally\) has length 2"):
         pmap(lambda x, y: x, in_axes=(0, 0, 0))(X, Y)
 
 

@@ -248,12 +248,14 @@ def test_round_on_bool_is_an_error() -> None:
 
 def test_broadcast_and_matmul_errors_are_worded_once() -> None:
     for f in (lambda a, b: a + b, jnp.add):
-        with pytest.raises(ValueError, match=r"lamina.numpy.add: incompatible shapes for "
-                                             r"broadcasting: shapes=\[\(3,\), \(4,\)\]"):
+        with pytest.raises(TypeError, match=r"lamina.numpy.add got incompatible shapes for "
+                                            r"broadcasting: \(3,\), \(4,\)\."):
             f(jnp.ones(3), jnp.ones(4))
     for f in (lambda a, b: a @ b, jnp.matmul):
-        with pytest.raises(ValueError, match=r"lamina.numpy.matmul: shapes \(2, 3\) and "
-                                             r"\(4, 2\) are not aligned"):
+        with pytest.raises(TypeError, match=r"lamina.numpy.matmul: dot_general requires "
+                                            r"contracting dimensions to have the same shape, "
+                                            r"got \(3,\) and \(4,\): shapes \(2, 3\) and "
+                                            r"\(4, 2\) are not aligned"):
             f(jnp.ones((2, 3)), jnp.ones((4, 2)))
 
 

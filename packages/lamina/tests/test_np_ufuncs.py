@@ -188,7 +188,7 @@ def test_broadcasting():
     check(jnp.multiply(a[:, :1], b), a[:, :1] * b)
     check(jnp.subtract(np.ones((2, 1, 3), np.float32), np.ones((4, 1), np.float32)),
           np.zeros((2, 4, 3)))
-    with pytest.raises(ValueError, match="add: incompatible shapes"):
+    with pytest.raises(TypeError, match="add got incompatible shapes"):
         jnp.add(np.ones(3), np.ones(4))
 
 

@@ -1,6 +1,7 @@
 """TracingDebugInfo: the record, its helpers and its validator."""
 
 import dataclasses
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -10,6 +11,8 @@ from lamina_linear_util import (
     TracingDebugInfo,
     validate_tracing_debug_info,
 )
+from lamina_linear_util.debug_info import fit_names, set_validation, validation_enabled
+from lamina_linear_util.linear_util import transformation, wrap_init
 
 
 def make(**changes: object) -> TracingDebugInfo:
@@ -69,22 +72,78 @@ def test_resolve_rejects_a_malformed_thunk_value() -> None:
         make(result_paths=lambda: ("result", 3)).resolve_result_paths()
 
 
-def test_safe_arg_names() -> None:
+@pytest.fixture
+def validation_off() -> Iterator[None]:
+    was = validation_enabled()
+    set_validation(False)
+    yield
+    set_validation(was)
+
+
+@pytest.fixture
+def validation_on() -> Iterator[None]:
+    was = validation_enabled()
+    set_validation(True)
+    yield
+    set_validation(was)
+
+
+def test_safe_names_that_fit_are_returned_as_they_are(validation_on: None) -> None:
     dbg = make()
     assert dbg.safe_arg_names(2) == ("x", "y['hi']")
-    assert dbg.safe_arg_names(3) == (None, None, None)
-
-
-def test_safe_result_paths() -> None:
     assert make().safe_result_paths(1) == ("result",)
-    assert make().safe_result_paths(2) == (None, None)
     assert make(result_paths=None).safe_result_paths(2) == (None, None)
     assert make(result_paths=lambda: ("a", "b")).safe_result_paths(2) == ("a", "b")
 
     def not_run_yet() -> tuple[str | None, ...]:
         raise StoreError("not run")
 
+    # unknown paths are no mismatch: no name exists yet
     assert make(result_paths=not_run_yet).safe_result_paths(1) == (None,)
+
+
+def test_a_stale_count_raises_under_validation_naming_the_transformation(
+        validation_on: None) -> None:
+    with pytest.raises(DebugInfoError, match=r"f at /x/y.py:12 \(traced for jit\): 2 arg_names "
+                       r".* for 3 arguments; the count was changed by _nonzero_outputs"):
+        make().safe_arg_names(3, made_by="_nonzero_outputs")
+    with pytest.raises(DebugInfoError, match=r"1 result_paths .* for 2 results; the count "
+                       r"was changed by jvp"):
+        make().safe_result_paths(2, made_by=lambda: "jvp")
+
+
+def test_without_validation_a_stale_count_keeps_the_certain_names(validation_off: None) -> None:
+    # entries added after the known ones: the known names keep their places
+    assert make().safe_arg_names(3) == ("x", "y['hi']", None)
+    assert make().safe_result_paths(2) == ("result", None)
+    # one entry removed: entry i is names[i] or names[i + 1]; only agreeing
+    # candidates are certain
+    dbg = make(arg_names=("a", "a", "b", None, None))
+    assert dbg.safe_arg_names(4) == ("a", None, None, None)
+    dbg = make(arg_names=("a", "a", "a", "b", "b"))
+    assert dbg.safe_arg_names(4) == ("a", "a", None, "b")
+    assert fit_names(("a", "b"), 2, what="arg_names", dbg=None) == ("a", "b")
+
+
+def test_wrapped_fun_names_the_transformations_that_carried_a_stale_record(
+        validation_on: None) -> None:
+    def f(x: object) -> object:
+        return x
+
+    def drop_last(*args: object) -> Generator[object, object, None]:
+        outs = yield args, {}
+        yield list(outs)[:-1]  # type: ignore[call-overload]
+
+    wf = wrap_init(f, debug_info=make())
+    wf = transformation(drop_last, wf)
+    with pytest.raises(DebugInfoError, match=r"one of the transformations drop_last "
+                       r"\(outermost first\), which carried the record of f at /x/y.py:12"):
+        wf.safe_arg_names(1)
+    renamed = wf.replace_debug_info(make(arg_names=("x",)))
+    assert renamed.safe_arg_names(1) == ("x",)
+    with pytest.raises(DebugInfoError, match=r"the record of f at /x/y.py:12 itself"):
+        renamed.safe_result_paths(0)
+    assert wrap_init(f).safe_result_paths(2) == (None, None)
 
 
 def test_functional_updates() -> None:

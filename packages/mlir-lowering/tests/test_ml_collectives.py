@@ -152,7 +152,7 @@ def test_collective_without_axis_context_is_an_error() -> None:
         y = b.eqn(co.psum_p, x, axes=("i",), axis_index_groups=None)
     with pytest.raises(ml.LoweringError, match="no axis context"):
         ml.lower_jaxpr_to_module("jit_f", b.build([y]))
-    with pytest.raises(ml.LoweringError, match="unbound axis name: 'i'"):
+    with pytest.raises(ml.LoweringError, match="unbound axis name: i "):
         ml.lower_jaxpr_to_module("jit_f", b.build([y]), num_replicas=R,
                                  axis_context=ReplicaAxisContext((("k", R),)))
 

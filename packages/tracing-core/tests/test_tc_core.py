@@ -240,7 +240,7 @@ def test_value_depending_on_two_arguments_names_both() -> None:
     def g(a, b):
         return bool(T.t_add(a, b))
 
-    with pytest.raises(TracerBoolConversionError, match="arguments a, b"):
+    with pytest.raises(TracerBoolConversionError, match="arguments a and b"):
         tc.make_jaxpr(g)(f32(1.0), f32(2.0))
 
 

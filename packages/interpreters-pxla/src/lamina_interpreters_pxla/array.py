@@ -212,8 +212,12 @@ class Array(ArrayMethods):
         self._check_if_deleted()
         if self._npy is not None:
             return
-        for impl in self._single_device_impls():
-            impl._copy_single_device_array_to_host_async()
+        try:
+            for impl in self._single_device_impls():
+                impl._copy_single_device_array_to_host_async()
+        except JaxRuntimeError:
+            self._check_if_deleted()  # deleted by another thread meanwhile
+            raise
 
     def on_device_size_in_bytes(self) -> int:
         return int(sum(i.on_device_size_in_bytes() for i in self._single_device_impls()))
@@ -231,7 +235,11 @@ class Array(ArrayMethods):
         if npy is not None and not self._arr.is_deleted():
             return npy
         self._check_if_deleted()
-        npy = to_host(self._arr)
+        try:
+            npy = to_host(self._arr)
+        except JaxRuntimeError:
+            self._check_if_deleted()  # deleted by another thread meanwhile
+            raise
         self._npy = npy
         return npy
 

@@ -33,10 +33,12 @@ from lamina_interpreters_pxla._jaxlib import (
     ArrayImpl,
     ArrayImplClass,
     DeviceList,
+    JaxRuntimeError,
     _jax,
 )
 from lamina_interpreters_pxla.donation import (
     DeletedArrayError,
+    deleted_argument_error,
     deleted_message,
     record_donation,
 )
@@ -278,7 +280,25 @@ def shard_impls(values: Sequence[Any], shardings: Sequence[Any],
     given up (``DONATE_INPUT``: it is deleted once moved). ``committed[i]``
     (default True) is the result's committed flag. ``zero_copy[i]`` lets the
     device alias a host numpy buffer (else the data is copied during the call).
+
+    A device value that another thread deletes or donates while it is moved
+    raises :class:`DeletedArrayError` naming it, as one deleted before would.
     """
+    try:
+        return _shard_impls(values, shardings, layouts, copy_semantics, committed, zero_copy,
+                            arg_names, what)
+    except JaxRuntimeError:
+        err = deleted_argument_error(values, lambda i: _label(
+            what, arg_names[i] if arg_names is not None else None))
+        if err is not None:
+            raise err from None
+        raise
+
+
+def _shard_impls(values: Sequence[Any], shardings: Sequence[Any],
+                 layouts: Sequence[Any] | None, copy_semantics: Sequence[Any] | None,
+                 committed: Sequence[bool] | None, zero_copy: Sequence[bool] | None,
+                 arg_names: Sequence[str | None] | None, what: str) -> list[ArrayImpl]:
     n = len(values)
     if len(shardings) != n:
         raise ValueError(f"{what}: {n} values but {len(shardings)} shardings")

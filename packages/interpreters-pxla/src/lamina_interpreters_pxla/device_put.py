@@ -117,8 +117,9 @@ def _broadcast(what: str, prefix: Any, tree: Any, n: int, *, bool_flag: bool = F
     try:
         return tree_util.broadcast_prefix(prefix, tree, is_leaf=_is_dest_leaf)
     except ValueError as e:
-        raise ValueError(f"device_put: `{what}` must be a single value or a pytree prefix of "
-                         f"the input: {e}") from None
+        # JAX's wording (code matches on it), then lamina's detail
+        raise ValueError(f"device_put {what} specification must be a tree prefix of the "
+                         f"corresponding value; {e}") from None
 
 
 def _canonical_dest(dest: Any, name: str) -> Any:

@@ -45,6 +45,7 @@ from lamina_interpreters_pxla.array import (
     place_host_value,
 )
 from lamina_interpreters_pxla.backends import default_device, lowering_platform
+from lamina_interpreters_pxla.donation import deleted_argument_error
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
     Executable,
@@ -148,7 +149,9 @@ class _Entry:
         try:
             results = self.loaded.execute_sharded(impls)
         except JaxRuntimeError as e:
-            raise runtime_error(self.executable, e) from e
+            name = self.name
+            raise (deleted_argument_error(impls, lambda i: f"{name}: argument {i}")
+                   or runtime_error(self.executable, e)) from e
         outs = results.consume_with_handlers(self.handlers)
         if self.multiple_results:
             return [Array(o) for o in outs]

@@ -27,6 +27,7 @@ from lamina_interpreters_pxla._jaxlib import (
     xc,
 )
 from lamina_interpreters_pxla.array import Array, deleted_message, record_donation
+from lamina_interpreters_pxla.donation import DeletedArrayError, deleted_argument_error
 from lamina_interpreters_pxla.backends import device_list
 from lamina_interpreters_pxla.compiler import BuildOptions as BuildOptions
 from lamina_interpreters_pxla.compiler import CompileError as CompileError
@@ -188,7 +189,7 @@ class Executable:
         """True if ``impl`` can go to the program as is; False if it must be
         moved first (uncommitted); raises if it is committed elsewhere."""
         if impl.is_deleted():
-            raise ExecutableCallError(deleted_message(
+            raise DeletedArrayError(deleted_message(
                 impl, f"{self.name}: argument {self._arg_label(i)}"))
         aval, expected = impl.aval, self.in_avals[i]
         if aval.shape != expected.shape or aval.dtype != expected.dtype:
@@ -239,7 +240,10 @@ class Executable:
         try:
             results = self.loaded.execute_sharded(impls)
         except JaxRuntimeError as e:
-            raise runtime_error(self, e) from e
+            # an argument deleted or donated by another thread since the checks
+            raise (deleted_argument_error(impls, lambda pos: f"{self.name}: argument "
+                                          f"{self._arg_label(self.kept_var_idx[pos])}")
+                   or runtime_error(self, e)) from e
         outs: list[ArrayImpl] = results.consume_with_handlers(self._handlers)
         if self._any_donated:
             self._after_donation(impls)

@@ -365,13 +365,16 @@ class PmapFunction:
         spec = self._in_axes
         if isinstance(spec, tuple):
             if len(spec) != n_args:
+                # JAX's wording and key path (code matches on them)
                 raise ValueError(
-                    f"pmap in_axes must be an int, None, or a tuple of entries corresponding "
-                    f"to the positional arguments passed to the function, but got "
-                    f"len(in_axes)={len(spec)}, len(args)={n_args}")
+                    f"pmap in_axes specification must be a tree prefix of the corresponding "
+                    f"value: pytree structure error: different lengths of tuple at key path "
+                    f"pmap in_axes[0]: the prefix pytree pmap in_axes has a tuple of length "
+                    f"{len(spec)}, but the full pytree (the tuple of arguments passed "
+                    f"positionally) has length {n_args}")
             spec = tuple(spec[i] for i in dyn_argnums)
         flat = api_util.flatten_axes("pmap in_axes", in_tree, (spec, 0), kws=True,
-                                     tupled_args=True)
+                                     tupled_args=True, path_through_args=True)
         out: list[int | None] = []
         for x, ax, name in zip(flat_args, flat, names):
             if ax is None:
@@ -421,6 +424,10 @@ class PmapFunction:
                                  f"a multiple of the {processes} processes")
             return self._axis_size // processes, self._axis_size
         local = first[0]
+        if local == 0:
+            raise ValueError(f"pmap of {self._name}: the mapped axis {first[1]} of argument "
+                             f"{first[2]} has size 0, but pmap needs one device per entry of "
+                             f"the mapped axis, so at least one")
         if self._axis_size is not None and self._axis_size != local * processes:
             raise ValueError(f"Specified axis_size {self._axis_size} doesn't match received "
                              f"axis_size {local * processes} (of argument {first[2]}).")

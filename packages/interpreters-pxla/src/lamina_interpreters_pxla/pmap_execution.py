@@ -54,7 +54,7 @@ from lamina_linear_util.linear_util import WrappedFun, transformation
 from lamina_mlir_lowering import LoweringResult, ReplicaAxisContext, lower_jaxpr_to_module
 from lamina_tracing_core import core
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
 from lamina_tracing_core.effects import NamedAxisEffect
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from lamina_tracing_core.lax import structural
@@ -147,7 +147,11 @@ def _chunked_io(inner: Callable[..., Any], in_axes: tuple[int | None, ...],
                  for a, ax in zip(args, in_axes)]
     outs = list(inner(*body_args))
     out_axes = out_axes_thunk()
-    _check_out_axes(out_axes, [get_aval(o) for o in outs], fun, name)
+    try:
+        out_avals = [get_aval(o) for o in outs]
+    except InvalidInputError:
+        raise core.invalid_output_error(fun.debug_info, outs) from None
+    _check_out_axes(out_axes, out_avals, fun, name)
     return [o if ax is None else structural.expand_dims(o, (ax,))
             for o, ax in zip(outs, out_axes)]
 
@@ -204,9 +208,8 @@ def module_name(name: str) -> str:
 
 def _without_dead_equations(jaxpr: Jaxpr) -> Jaxpr:
     """``jaxpr`` without the top-level equations nothing needs (e.g. the
-    squeezes of arguments the body does not use), so that the lowering sees
-    those arguments as unused; the inputs, outputs and inner jaxprs stay as
-    they are."""
+    squeezes of arguments the body does not use), so none is lowered; the
+    inputs, outputs and inner jaxprs stay as they are."""
     used: set[Any] = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
@@ -222,7 +225,9 @@ def _without_dead_equations(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def lower_pmap(traced: TracedPmap, platforms: Sequence[str]) -> LoweringResult:
-    """Step 2: the replica-mode module of ``traced`` (unused arguments pruned)."""
+    """Step 2: the replica-mode module of ``traced``. Unlike jit's, it keeps
+    every argument, read or not (pmap's contract: the module names all of
+    them); the dead equations go."""
     params = traced.params
     jaxpr = _without_dead_equations(traced.jaxpr.jaxpr)
     total = traced.num_replicas
@@ -231,7 +236,7 @@ def lower_pmap(traced: TracedPmap, platforms: Sequence[str]) -> LoweringResult:
         platforms=tuple(platforms), donated_args=params.donated_invars, num_replicas=total,
         axis_context=ReplicaAxisContext(((params.axis_name, params.global_axis_size),),
                                         num_replicas=total),
-        keep_unused=False)
+        keep_unused=True)
     recent_lowerings.append(lowering)
     del recent_lowerings[:-_RECENT]
     return lowering

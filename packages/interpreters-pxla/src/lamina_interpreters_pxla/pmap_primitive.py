@@ -176,21 +176,15 @@ def _transpose(cts: Sequence[Any], *invals: Any, **params: Any) -> list[Any]:
     return ad.map_transpose(pmap_p, cts, *invals, **params)
 
 
-#: Whether the DCE rule may drop inputs. ``partial_eval.dce_jaxpr`` reads the
-#: rule's flags against the *new* equation's operands instead of the old
-#: one's (lamina-tracing-core 0.1), which breaks any rule that drops some; until
-#: that is fixed the rule keeps every input (unused ones are still pruned from
-#: the lowered module, where the lowering drops arguments nothing reads).
-PRUNE_INPUTS = False
-
-
 def _dce(used_outputs: Sequence[bool], eqn: JaxprEqn) -> tuple[list[bool], JaxprEqn | None]:
+    # A pmap equation inside another program drops the inputs its body does
+    # not read (as jit's does); a pmap called on its own keeps every argument
+    # in its module (pmap_execution.lower_pmap), which no DCE pass reaches.
     side_effects = any(not isinstance(e, NamedAxisEffect) for e in eqn.effects)
     if not any(used_outputs) and not side_effects:
         return [False] * len(eqn.invars), None
     params = eqn.params
-    body, used_inputs = pe.dce_jaxpr(params["call_jaxpr"], used_outputs,
-                                     instantiate=not PRUNE_INPUTS)
+    body, used_inputs = pe.dce_jaxpr(params["call_jaxpr"], used_outputs)
 
     def keep(seq: Sequence[Any], flags: Sequence[bool]) -> tuple[Any, ...]:
         return tuple(x for x, f in zip(seq, flags) if f)

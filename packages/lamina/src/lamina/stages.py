@@ -5,7 +5,13 @@
 """
 
 from lamina_interpreters_pxla.stages import ArgInfo, Compiled, Lowered, OutInfo, Traced
-from lamina_sharded_jit.stages import JitCompiled, JitLowered, JitTraced
+from lamina_sharded_jit.stages import (
+    CompilerOptions,
+    JitCompiled,
+    JitLowered,
+    JitTraced,
+    Wrapped,
+)
 
-__all__ = ["ArgInfo", "Compiled", "JitCompiled", "JitLowered", "JitTraced", "Lowered",
-           "OutInfo", "Traced"]
+__all__ = ["ArgInfo", "Compiled", "CompilerOptions", "JitCompiled", "JitLowered", "JitTraced",
+           "Lowered", "OutInfo", "Traced", "Wrapped"]

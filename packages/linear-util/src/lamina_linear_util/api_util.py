@@ -464,9 +464,23 @@ def _flatten_fun_nokwargs2(inner: Callable[..., Any], store: Store, in_tree: PyT
 def flatten_fun_nokwargs2(f: WrappedFun, in_tree: PyTreeDef
                           ) -> tuple[WrappedFun, Callable[[], tuple[PyTreeDef, PyTreeDef]]]:
     """For a function returning ``(ans, aux)``: the new function returns
-    ``(ans_leaves, aux_leaves)`` and the thunk ``(ans_tree, aux_tree)``."""
+    ``(ans_leaves, aux_leaves)`` and the thunk ``(ans_tree, aux_tree)``.
+
+    Its results are ``ans``'s leaves (``aux`` is a side output), so its
+    result paths are the first ``ans`` paths of ``f``'s (``result[0]``, ...)."""
     new_fun, thunk = transformation_with_aux(_flatten_fun_nokwargs2, f, in_tree)
-    return new_fun, cast(Callable[[], tuple[PyTreeDef, PyTreeDef]], thunk)
+    trees = cast(Callable[[], tuple[PyTreeDef, PyTreeDef]], thunk)
+    dbg = f.debug_info
+    if dbg is not None and dbg.result_paths is not None:
+        pair_paths = dbg.result_paths
+
+        def ans_paths() -> tuple[str | None, ...]:
+            paths = tuple(pair_paths()) if callable(pair_paths) else pair_paths
+            assert isinstance(paths, tuple)
+            return paths[:trees()[0].num_leaves]
+
+        new_fun = new_fun.replace_debug_info(dbg.with_result_paths(ans_paths))
+    return new_fun, trees
 
 
 # ==========================================================================
@@ -573,7 +587,7 @@ def argnames_partial_except(f: WrappedFun, static_argnames: Iterable[str],
 # ==========================================================================
 
 def flatten_axes(name: str, treedef: PyTreeDef, axis_tree: Any, *, kws: bool = False,
-                 tupled_args: bool = False) -> list[Any]:
+                 tupled_args: bool = False, path_through_args: bool = False) -> list[Any]:
     """Broadcast the axis specification ``axis_tree`` over ``treedef``.
 
     ``axis_tree`` is a tree prefix of the value tree whose leaves (``None``
@@ -582,7 +596,9 @@ def flatten_axes(name: str, treedef: PyTreeDef, axis_tree: Any, *, kws: bool = F
     specification in errors (``"vmap in_axes"``); ``kws`` means ``treedef`` is
     ``(args, kwargs)`` and ``axis_tree`` is ``(args_spec, kwargs_spec)``, and
     errors then talk about the positional part; ``tupled_args`` adds a hint
-    that specs of pytree arguments belong in a tuple.
+    that specs of pytree arguments belong in a tuple; ``path_through_args``
+    writes the mismatch's path through the ``(args, kwargs)`` pair, as JAX's
+    pmap does (``pmap in_axes[0][0]`` for the first argument's first entry).
     """
     axis_leaves, axis_treedef = none_leaf_registry.flatten(axis_tree)
     if axis_treedef.num_nodes == 1:  # one spec for everything
@@ -591,7 +607,8 @@ def flatten_axes(name: str, treedef: PyTreeDef, axis_tree: Any, *, kws: bool = F
     try:
         subtrees = axis_treedef.flatten_up_to(dummy)
     except (ValueError, TypeError):
-        raise _axis_spec_error(name, treedef, axis_tree, kws, tupled_args) from None
+        raise _axis_spec_error(name, treedef, axis_tree, kws, tupled_args,
+                               path_through_args) from None
     out: list[Any] = []
     for spec, subtree in zip(axis_leaves, subtrees):
         out.extend([spec] * _flatten(subtree)[1].num_leaves)
@@ -599,7 +616,7 @@ def flatten_axes(name: str, treedef: PyTreeDef, axis_tree: Any, *, kws: bool = F
 
 
 def _axis_spec_error(name: str, treedef: PyTreeDef, axis_tree: Any, kws: bool,
-                     tupled_args: bool) -> ValueError:
+                     tupled_args: bool, path_through_args: bool = False) -> ValueError:
     if kws:
         treedef = treedef_children(treedef)[0]
         axis_tree = axis_tree[0]
@@ -619,7 +636,8 @@ def _axis_spec_error(name: str, treedef: PyTreeDef, axis_tree: Any, kws: bool,
     mismatch = first_prefix_mismatch(axis_tree, dummy, is_leaf=lambda x: x is None)
     detail = ""
     if mismatch is not None:
-        detail = (f" Mismatch at {mismatch.where(name)}: the specification has "
+        root = f"{name}[0]" if kws and path_through_args else name
+        detail = (f" Mismatch at {mismatch.where(root)}: the specification has "
                   f"{mismatch.prefix_node} but the value has {mismatch.full_node}.")
     return ValueError(
         f"{name} specification must be a tree prefix of the corresponding value, got "

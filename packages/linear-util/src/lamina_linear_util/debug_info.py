@@ -22,11 +22,21 @@ Invariants (checked by :func:`validate_tracing_debug_info`):
 
 Dropping a name is allowed only where it truly does not exist and is then
 explicit (``None`` for that entry).
+
+A record whose counts do not fit the function it describes was left stale by
+a transformation that changed the function's arguments or results without
+updating the names. :meth:`TracingDebugInfo.safe_arg_names` and
+:meth:`TracingDebugInfo.safe_result_paths` then raise ``DebugInfoError``
+naming that transformation when validation is on (:func:`set_validation`;
+``LAMINA_VALIDATE_DEBUG_INFO=1`` turns it on at import, tests always do), and
+otherwise keep every entry whose name is still certain (see
+:func:`fit_names`), never dropping all names because one count is off.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
@@ -38,7 +48,10 @@ __all__ = [
     "ResultPaths",
     "ResultPathsThunk",
     "TracingDebugInfo",
+    "fit_names",
+    "set_validation",
     "validate_tracing_debug_info",
+    "validation_enabled",
 ]
 
 ResultPathsThunk: TypeAlias = Callable[[], tuple[str | None, ...]]
@@ -53,6 +66,80 @@ _FUNC_SRC_INFO = re.compile(r"^(?P<name>\S+)(?: at (?P<file>.+):(?P<line>\d+))?$
 
 class DebugInfoError(ValueError):
     """A ``TracingDebugInfo`` breaks one of its invariants."""
+
+
+# --- validation switch ---------------------------------------------------------------------
+class _Validation:
+    """Whether stale debug info raises (the process-wide switch; tracing-core's
+    ``core.config.validate_debug_info`` reads and writes the same one)."""
+
+    __slots__ = ("on",)
+
+    def __init__(self) -> None:
+        self.on = os.environ.get("LAMINA_VALIDATE_DEBUG_INFO", "0").lower() in (
+            "1", "true", "yes")
+
+
+_validation = _Validation()
+
+
+def set_validation(on: bool) -> None:
+    """Turns validation of debug info on or off for the whole process."""
+    _validation.on = bool(on)
+
+
+def validation_enabled() -> bool:
+    """True when a count mismatch in debug info raises (see the module docstring)."""
+    return _validation.on
+
+
+MadeBy: TypeAlias = str | Callable[[], str] | None
+"""Which transformations may have left a record stale: a description, a
+function computing one (called only when a mismatch is reported), or ``None``."""
+
+
+def _made_by(made_by: MadeBy) -> str:
+    text = made_by() if callable(made_by) else made_by
+    return text or "a transformation that did not update the names"
+
+
+def fit_names(names: tuple[str | None, ...], expected_count: int, *, what: str,
+              dbg: object, made_by: MadeBy = None) -> tuple[str | None, ...]:
+    """``names`` if it has ``expected_count`` entries; otherwise the record is
+    stale. With validation on that raises ``DebugInfoError`` naming ``what``
+    (``"arg_names"``, ``"result_paths"``), the record ``dbg`` and the
+    transformations ``made_by``. Without validation it returns the names that
+    are still certain, entry by entry:
+
+    * fewer entries than expected: a transformation added entries. lamina's
+      transformations add tangents, residuals and closed-over values after
+      the entries they keep, so the known names keep their places and the
+      added entries are ``None``;
+    * more entries than expected: a transformation removed ``d`` entries,
+      keeping the order, so entry ``i`` is one of ``names[i:i + d + 1]``; it
+      keeps its name when those candidates all agree, else ``None``.
+    """
+    n = len(names)
+    if n == expected_count:
+        return names
+    if _validation.on:
+        raise DebugInfoError(
+            f"stale debug info for {_record_label(dbg)}: {n} {what} {names!r} for "
+            f"{expected_count} {'arguments' if what == 'arg_names' else 'results'}; "
+            f"the count was changed by {_made_by(made_by)}, which must update the names "
+            f"it changes")
+    if n < expected_count:
+        return names + (None,) * (expected_count - n)
+    d = n - expected_count
+    return tuple(names[i] if len(set(names[i:i + d + 1])) == 1 else None
+                 for i in range(expected_count))
+
+
+def _record_label(dbg: object) -> str:
+    src = getattr(dbg, "func_src_info", None)
+    traced_for = getattr(dbg, "traced_for", None)
+    label = src if src else "<unknown>"
+    return f"{label} (traced for {traced_for})" if traced_for else label
 
 
 class _Pending:
@@ -160,17 +247,21 @@ class TracingDebugInfo:
         _check_names(resolved, "result_paths", self)
         return dataclasses.replace(self, result_paths=resolved)
 
-    def safe_arg_names(self, expected_count: int) -> tuple[str | None, ...]:
-        """``arg_names`` if it has ``expected_count`` entries, else all ``None``."""
-        if len(self.arg_names) == expected_count:
-            return self.arg_names
-        return (None,) * expected_count
+    def safe_arg_names(self, expected_count: int, *, made_by: MadeBy = None
+                       ) -> tuple[str | None, ...]:
+        """``arg_names``, checked against ``expected_count`` with :func:`fit_names`
+        (``made_by`` names the transformations that may have changed the count)."""
+        names = self.arg_names
+        if len(names) == expected_count:
+            return names
+        return fit_names(names, expected_count, what="arg_names", dbg=self, made_by=made_by)
 
-    def safe_result_paths(self, expected_count: int) -> tuple[str | None, ...]:
-        """The result paths if known and ``expected_count`` long, else all ``None``.
+    def safe_result_paths(self, expected_count: int, *, made_by: MadeBy = None
+                          ) -> tuple[str | None, ...]:
+        """The result paths, checked against ``expected_count`` with :func:`fit_names`.
 
-        An unresolved thunk is called; if the function has not run yet (the
-        thunk raises ``StoreError``) the paths are unknown.
+        Unknown paths (``None``, or a thunk whose function has not run yet, so
+        that it raises ``StoreError``) are ``None`` entries: no name exists yet.
         """
         paths = self.result_paths
         if callable(paths):
@@ -178,9 +269,13 @@ class TracingDebugInfo:
                 paths = tuple(paths())
             except StoreError:
                 paths = None
-        if isinstance(paths, tuple) and len(paths) == expected_count:
+        if paths is None:
+            return (None,) * expected_count
+        assert isinstance(paths, tuple)
+        if len(paths) == expected_count:
             return paths
-        return (None,) * expected_count
+        return fit_names(paths, expected_count, what="result_paths", dbg=self,
+                         made_by=made_by)
 
     # -- functional updates -------------------------------------------------------
 

@@ -17,7 +17,12 @@ A ``WrappedFun`` keeps the pieces apart instead. It holds
   leave an auxiliary output (the output pytree structure, say) for the caller;
 * ``params``: static keyword parameters passed to ``f``;
 * ``in_type``: an optional annotation of the input types (opaque here);
-* ``debug_info``: an optional :class:`TracingDebugInfo`.
+* ``debug_info``: an optional :class:`TracingDebugInfo`;
+* ``debug_info_depth``: how many transformations the WrappedFun had when its
+  debug info was set. The transformations pushed since then carried the
+  record unchanged; when its counts turn out stale, they are the ones that
+  changed the arguments or results without renaming them, and
+  :meth:`WrappedFun.stale_names_suspects` names them.
 
 Nothing is applied until :meth:`WrappedFun.call_wrapped` runs: the arguments
 flow down through the transformations, most recent first, to ``f``, and the
@@ -160,7 +165,7 @@ class WrappedFun:
     """
 
     __slots__ = ("f", "f_transformed", "transforms", "stores", "params", "in_type",
-                 "debug_info")
+                 "debug_info", "debug_info_depth")
 
     f: Callable[..., Any]
     f_transformed: Callable[..., Any]
@@ -169,11 +174,12 @@ class WrappedFun:
     params: tuple[tuple[str, Any], ...]
     in_type: tuple[Any, ...] | None
     debug_info: TracingDebugInfo | None
+    debug_info_depth: int
 
     def __init__(self, f: Callable[..., Any], f_transformed: Callable[..., Any],
                  transforms: tuple[Transform, ...], stores: tuple[Store | None, ...],
                  params: tuple[tuple[str, Any], ...], in_type: tuple[Any, ...] | None,
-                 debug_info: TracingDebugInfo | None) -> None:
+                 debug_info: TracingDebugInfo | None, debug_info_depth: int = 0) -> None:
         self.f = f
         self.f_transformed = f_transformed
         self.transforms = transforms
@@ -181,6 +187,7 @@ class WrappedFun:
         self.params = params
         self.in_type = in_type
         self.debug_info = debug_info
+        self.debug_info_depth = debug_info_depth
 
     @property
     def __name__(self) -> str:
@@ -193,7 +200,9 @@ class WrappedFun:
         ``gen`` is a generator function (see the module docstring) or a plain
         function ``gen(inner, [out_store,] *gen_static_args, *args, **kwargs)``.
         The input type annotation is dropped: the transformation may change the
-        arguments.
+        arguments. The debug info is carried over unchanged; a transformation
+        that changes the number or order of arguments or results must update
+        it with :meth:`replace_debug_info` (see :meth:`stale_names_suspects`).
         """
         static_args = tuple(gen_static_args)
         inner = self.f_transformed
@@ -205,7 +214,8 @@ class WrappedFun:
         else:
             f_transformed = partial(gen, inner, out_store, *static_args)
         return WrappedFun(self.f, f_transformed, ((gen, static_args),) + self.transforms,
-                          (out_store,) + self.stores, self.params, None, self.debug_info)
+                          (out_store,) + self.stores, self.params, None, self.debug_info,
+                          self.debug_info_depth)
 
     def call_wrapped(self, *args: Any, **kwargs: Any) -> Any:
         """Call ``f`` through all the transformations; fills the stores."""
@@ -223,7 +233,37 @@ class WrappedFun:
         transformations that update the names (e.g. adding tangent inputs)."""
         _check_debug_info(debug_info, "replace_debug_info")
         return WrappedFun(self.f, self.f_transformed, self.transforms, self.stores,
-                          self.params, self.in_type, debug_info)
+                          self.params, self.in_type, debug_info, len(self.transforms))
+
+    def stale_names_suspects(self) -> str:
+        """Names the transformations that carried ``debug_info`` unchanged since
+        it was set (outermost first), and the record's own transformation: when
+        the record's counts are stale, one of them changed the arguments or
+        results without updating the names. For error messages."""
+        carried = self.transforms[:len(self.transforms) - self.debug_info_depth]
+        names = [fun_name(gen) for gen, _ in carried]
+        src = self.debug_info.func_src_info if self.debug_info is not None else None
+        origin = f"the record of {src}" if src else "the record"
+        if not names:
+            return f"{origin} itself (no transformation carried it since it was set)"
+        return (f"one of the transformations {', '.join(names)} (outermost first), which "
+                f"carried {origin} unchanged")
+
+    def safe_arg_names(self, expected_count: int) -> tuple[str | None, ...]:
+        """``debug_info.safe_arg_names``, blaming :meth:`stale_names_suspects`;
+        all ``None`` without debug info."""
+        dbg = self.debug_info
+        if dbg is None:
+            return (None,) * expected_count
+        return dbg.safe_arg_names(expected_count, made_by=self.stale_names_suspects)
+
+    def safe_result_paths(self, expected_count: int) -> tuple[str | None, ...]:
+        """``debug_info.safe_result_paths``, blaming :meth:`stale_names_suspects`;
+        all ``None`` without debug info."""
+        dbg = self.debug_info
+        if dbg is None:
+            return (None,) * expected_count
+        return dbg.safe_result_paths(expected_count, made_by=self.stale_names_suspects)
 
     def _identity(self) -> tuple[Any, ...]:
         return (self.f, self.transforms, self.params, self.in_type, self.debug_info)
@@ -355,7 +395,7 @@ def annotate(f: WrappedFun, in_type: tuple[Any, ...] | None) -> WrappedFun:
         raise TypeError(f"annotate: in_type for {f.__name__} must be a tuple, got "
                         f"{type(in_type).__name__}: {in_type!r}")
     return WrappedFun(f.f, f.f_transformed, f.transforms, f.stores, f.params, in_type,
-                      f.debug_info)
+                      f.debug_info, f.debug_info_depth)
 
 
 def add_debug_info(f: WrappedFun, debug_info: TracingDebugInfo | None) -> WrappedFun:

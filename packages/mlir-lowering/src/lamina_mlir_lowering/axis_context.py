@@ -93,7 +93,7 @@ class ReplicaAxisContext:
         for i, n in enumerate(names[:-1]):
             if n == name:
                 return i
-        raise UnboundAxisError(f"unbound axis name: {name!r} (bound axes: {self.axis_names})")
+        raise UnboundAxisError(f"unbound axis name: {name} (bound axes: {self.axis_names})")
 
     def axis_size(self, name: Hashable) -> int:
         sizes, names = self._mesh()
@@ -134,7 +134,7 @@ class ShardingAxisContext:
     def _position(self, name: Hashable) -> int:
         if name not in (self.manual_axes or ()):
             raise UnboundAxisError(
-                f"unbound axis name: {name!r} (manual axes of the mesh: {self.manual_axes})")
+                f"unbound axis name: {name} (manual axes of the mesh: {self.manual_axes})")
         return self.mesh.axis_names.index(name)
 
     def axis_size(self, name: Hashable) -> int:

@@ -36,7 +36,7 @@ from lamina_tracing_core import core
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.core import EvalTrace, Tracer
 
-from lamina_sharded_jit.arguments import aval_or_none
+from lamina_sharded_jit.arguments import aval_or_none, check_runnable
 from lamina_sharded_jit.call_cache import CallCache, CallSignature
 from lamina_sharded_jit.dispatch import MISS, FastEntry, at_top_level, host_or_array
 from lamina_sharded_jit.execution import CompiledProgram, clear_program_caches, pjit_call
@@ -173,6 +173,8 @@ class Jitted:
         program with the signature) or bind ``pjit_p`` (returns as
         :meth:`_python_call`)."""
         p, sig = self._infer(args, kwargs, structure, leaves)
+        check_runnable(leaves, p.in_avals, p.arg_names,
+                       f"{self._info.api_name}({self._info.fun_name})")
         args_flat = (*p.consts, *leaves)
         # Run now unless a transformation must see the call: a staging trace,
         # a tracer argument, or named axes that a vmap around binds.

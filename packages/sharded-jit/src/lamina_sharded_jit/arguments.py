@@ -67,6 +67,11 @@ def arg_aval(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
     if isinstance(x, tc_api.ShapeDtypeStruct):
         return canonical_aval(ShapedArray(x.shape, x.dtype, x.weak_type))
     aval = aval_or_none(x)
+    if aval is None and _describes_an_array(x):
+        # duck-typed stand-ins (``shape`` and ``dtype`` attributes) trace like
+        # ShapeDtypeStructs, as in JAX
+        return canonical_aval(ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype),
+                                          bool(getattr(x, "weak_type", False))))
     if aval is None:
         # JAX's wording (code matches on it), with lamina's function name
         raise TypeError(
@@ -86,6 +91,23 @@ def arg_aval(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
         raise TypeError(f"{fun_desc}: argument {name} has dtype {aval.dtype}, which is not a "
                         "valid lamina array type")
     return canonical_aval(aval)
+
+
+def _describes_an_array(x: Any) -> bool:
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    return isinstance(shape, (tuple, list)) and dtype is not None and \
+        dtypes.is_valid_array_dtype(dtype)
+
+
+def check_runnable(flat: Sequence[Any], avals: Sequence[ShapedArray],
+                   names: Sequence[str | None], fun_desc: str) -> None:
+    """A call that runs needs values: a ``ShapeDtypeStruct`` or a duck-typed
+    stand-in (fine for ``trace``/``lower``/``eval_shape``) is a TypeError
+    naming it (JAX's wording, with lamina's function name)."""
+    for x, aval, name in zip(flat, avals, names):
+        if aval_or_none(x) is None:
+            raise TypeError(f"Argument '{name}' of shape {aval.str_long()} of type "
+                            f"{type(x)} is not a valid JAX type ({fun_desc}).")
 
 
 def _short(x: Any) -> str:

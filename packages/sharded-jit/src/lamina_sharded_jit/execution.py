@@ -41,6 +41,7 @@ from lamina_interpreters_pxla.sharding import SingleDeviceSharding, single_devic
 from lamina_linear_util.cache import explain_cache_misses_enabled
 from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
 from lamina_mlir_lowering.lowering import sanitize_module_name
+from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 
@@ -258,12 +259,22 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
     target = platforms if platforms is not None else (devices[0].platform,)
     with lowering_sharding_context(devices, mesh):
         lowering = lower_jaxpr_to_module(
-            sanitize_module_name(f"jit_{name}"), jaxpr, platforms=target,
+            sanitize_module_name(f"jit_{name}"),
+            jaxpr if keep_unused else _without_dead_code(jaxpr), platforms=target,
             arg_shardings=specs_in, result_shardings=specs_out, donated_args=donated,
             num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape)
     any_explicit = bool(sources)
     return LoweredProgram(lowering, name, jaxpr, tuple(devices), mesh, tuple(target), in_sh,
                           out_sh, donated, committed or any_explicit, compiler_options_kvs)
+
+
+def _without_dead_code(jaxpr: ClosedJaxpr) -> ClosedJaxpr:
+    """``jaxpr`` with every equation (and every operand of a nested jit,
+    checkpoint, control-flow or pmap equation) that no result needs removed,
+    its inputs all kept: the lowering then prunes the inputs nothing reads
+    any more, and its ``kept_var_idx`` still counts the original inputs."""
+    n_out = len(jaxpr.jaxpr.outvars)
+    return pe.dce_closed_jaxpr(jaxpr, [True] * n_out, instantiate=True)[0]
 
 
 # --- compiling ------------------------------------------------------------------------------------

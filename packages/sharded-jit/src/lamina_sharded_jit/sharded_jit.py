@@ -239,8 +239,10 @@ class ShardedJitted:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            raise TypeError(f"sharded_jit({self._name}) does not support keyword arguments "
-                            f"(got {', '.join(sorted(kwargs))}); pass them positionally")
+            # the old sharded_jit's class and words (code matches on them)
+            raise NotImplementedError(
+                f"sharded_jit({self._name}) over kwargs not yet supported (got "
+                f"{', '.join(sorted(kwargs))}); pass them positionally")
         n = self._num_partitions
         if n is None:
             n = self._probe(args)
@@ -399,10 +401,12 @@ def with_sharding_constraint(x: Any, partitions: PartitionSpec | None) -> Any:
     scope = _current_scope()
     spec = _check_spec(partitions, "with_sharding_constraint partitions")
     if scope is None:
-        raise ValueError("with_sharding_constraint(x, partitions) with partition counts must be "
-                         "called inside a function transformed by sharded_jit (use "
-                         "lamina.sharding's with_sharding_constraint with a NamedSharding "
-                         "elsewhere)")
+        # the old sharded_jit's class and words (code matches on them)
+        raise NotImplementedError(
+            "with_sharding_constraint() should only be called inside sharded_jit(): "
+            "with_sharding_constraint(x, partitions) with partition counts needs an "
+            "enclosing sharded_jit (use lamina.sharding's with_sharding_constraint with a "
+            "NamedSharding elsewhere)")
     aval = get_aval(x)
     if spec is not None and len(spec) != aval.ndim:
         raise ValueError(f"with_sharding_constraint in sharded_jit({scope.fun_name}): "

@@ -16,19 +16,23 @@ jit adds, following JAX:
   does not have is a clear error;
 - :class:`JitCompiled` is called with the dynamic arguments in the same
   pytree structure; a different structure or argument type is an error
-  naming the argument by path.
+  naming the argument by path;
+- :class:`Wrapped` is what ``jit(f)`` is an instance of (a protocol: anything
+  callable with ``trace`` and ``lower``), and ``CompilerOptions`` the type of
+  ``compile(compiler_options=...)``, as in ``jax.stages``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from lamina_interpreters_pxla.stages import (ArgInfo, Compiled, Lowered, OutInfo, Traced,
                                              module_in_dialect, module_text)
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.core import Tracer
 
 from lamina_sharded_jit.arguments import check_arg_types, structure_mismatch_message
 from lamina_sharded_jit.execution import (
@@ -69,6 +73,22 @@ class _ArgsInfoAsPytree:
     @out_info.setter
     def out_info(self, value: Sequence[OutInfo]) -> None:
         self.flat_out_info = tuple(value)
+
+
+#: XLA compiler options by name, as ``Lowered.compile`` takes them.
+CompilerOptions = dict[str, str | bool]
+
+
+@runtime_checkable
+class Wrapped(Protocol):
+    """A function wrapped by ``jit``: callable, and staged ahead of time with
+    ``trace(*args, **kwargs)`` and ``lower(*args, **kwargs)``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def trace(self, *args: Any, **kwargs: Any) -> Traced: ...
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered: ...
 
 
 class JitTraced(_ArgsInfoAsPytree, Traced):
@@ -126,6 +146,12 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
 
 
     @property
+    def donate_argnums(self) -> tuple[int, ...]:
+        """The positions of the donated parameters, as ``jit`` resolved them
+        (``donate_argnames`` included through the signature), as in JAX."""
+        return tuple(sorted({i for i in self._traced._info.donate_argnums if i >= 0}))
+
+    @property
     def module_name(self) -> str:
         return str(self.program.lowering.module_name)
 
@@ -172,8 +198,19 @@ class JitCompiled(_ArgsInfoAsPytree, Compiled):
         flat, tree = tu.tree_flatten((args, kwargs))
         if tree != self.in_tree:
             raise TypeError(structure_mismatch_message(self.in_tree, (args, kwargs)))
+        self._check_no_tracers(flat)
         check_arg_types(self.flat_args_info, flat)
         return tu.tree_unflatten(self.out_tree, self.executable.call(*flat))
+
+    def _check_no_tracers(self, flat: Sequence[Any]) -> None:
+        """A compiled program runs only on concrete arguments (JAX's wording,
+        which code matches on, with the argument's path and the function)."""
+        for info, x in zip(self.flat_args_info, flat):
+            if isinstance(x, Tracer):
+                raise TypeError(
+                    "Cannot apply JAX transformations to a function lowered and compiled for "
+                    f"a particular signature. Detected argument of Tracer type {type(x)} at "
+                    f"{info.name or 'an argument'} of the compiled {self.fun_name}.")
 
 
 def make_traced(info: JitInfo, p: PjitParams) -> JitTraced:

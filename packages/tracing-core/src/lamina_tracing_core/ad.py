@@ -18,10 +18,12 @@ cotangent_out, *invals, **params) -> list`` where each linear input is an
 primitives with multiple results (entries may be ``Zero``); rules are not
 called when every output cotangent is zero.
 
-Names (see docs/INTERNALS.md): the tangent of ``x`` is ``tangent(x)``, the
-cotangent input for result ``r`` is ``cotangent(r)``, a gradient is named
-``cotangent(x)`` after its primal input, and ``func_src_info`` records the
-transformation (``jvp(f)``, ``transpose(jvp(f))``).
+Names follow the algebra of :mod:`lamina_tracing_core.names` (see also
+docs/INTERNALS.md): the tangent of ``x`` is ``tangent(x)``, the cotangent
+input for result ``r`` is ``cotangent(r)``, a gradient is named
+``cotangent(x)`` after its primal input (``cotangent(tangent(x))`` is
+``cotangent(x)``), and ``func_src_info`` records the transformation
+(``jvp(f)``, ``transpose(jvp(f))``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamina_tracing_core import core
+from lamina_tracing_core import names as _names
 from lamina_tracing_core import source_info as _si
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import (
@@ -40,7 +43,7 @@ from lamina_tracing_core.ad_util import (
 )
 from lamina_tracing_core.base_primitives import reduce_sum
 from lamina_tracing_core.symbolic import UndefinedPrimal, is_undefined_primal
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
 from lamina_tracing_core.core import MainTrace, Trace, Tracer
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, Literal, Var
 from lamina_tracing_core.primitives import (
@@ -49,6 +52,7 @@ from lamina_tracing_core.primitives import (
     jvp_rules,
     transpose_rules,
 )
+from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, transformation, wrap_init
 
 __all__ = [
@@ -63,13 +67,9 @@ primitive_jvps = jvp_rules
 primitive_transposes = transpose_rules
 
 
-# --- names -----------------------------------------------------------------------------
-def tangent_name(name: str | None) -> str | None:
-    return None if name is None else f"tangent({name})"
-
-
-def cotangent_name(name: str | None) -> str | None:
-    return None if name is None else f"cotangent({name})"
+# --- names (the algebra lives in `names`) --------------------------------------------------
+tangent_name = _names.tangent
+cotangent_name = _names.cotangent
 
 
 # --- the JVP trace -------------------------------------------------------------------------
@@ -174,7 +174,8 @@ class JVPTrace(Trace):
                 for p, nz in zip(primals_out, nz_out)]
 
     def post_process_map(self, primitive: core.MapPrimitive, out_tracers: list[Any],
-                         params: dict[str, Any]) -> tuple[list[Any], Any]:
+                         params: dict[str, Any], *, debug_info: JaxprDebugInfo
+                         ) -> tuple[list[Any], core.MapPostProcess]:
         primals = [t.primal for t in out_tracers]
         tangents = [instantiate_zeros(t.tangent) for t in out_tracers]
         n = len(primals)
@@ -185,7 +186,9 @@ class JVPTrace(Trace):
         def out_axes_transform(out_axes: tuple[Any, ...]) -> tuple[Any, ...]:
             return tuple(out_axes) + tuple(out_axes)
 
-        return primals + tangents, (todo, out_axes_transform)
+        primal_paths = debug_info.result_paths
+        paths = tuple(primal_paths) + _names.select(_names.tangent, primal_paths)
+        return primals + tangents, core.MapPostProcess(todo, out_axes_transform, paths)
 
     def process_custom_jvp_call(self, primitive: Primitive, fun: WrappedFun,
                                 jvp: WrappedFun, tracers: list[Any], *,
@@ -418,7 +421,10 @@ def _jvp_for_linearize(inner: Callable[..., Any], store: Any, has_aux: bool,
             aux = [_primal_of(trace, a) for a in aux]
         else:
             outs, aux = result, None
-        pairs = [_to_primal_tangent(trace, trace.full_raise(x)) for x in outs]
+        try:
+            pairs = [_to_primal_tangent(trace, trace.full_raise(x)) for x in outs]
+        except InvalidInputError:
+            raise core.invalid_output_error(debug_info, outs) from None
     store.store(aux)
     return [p for p, _ in pairs] + [instantiate_zeros(t) for _, t in pairs]
 
@@ -679,15 +685,20 @@ def map_transpose(primitive: Primitive, cts: Sequence[Any], *invals: Any,
         return [ct for ct, u in zip(arg_cts, undefined) if u]
 
     dbg = call_jaxpr.debug_info
-    fun = wrap_init(body, debug_info=pe.tracing_debug_info_of(
-        JaxprDebugInfo(
-            dbg.traced_for if dbg else primitive.name,
-            _si.wrap_func_src(dbg.func_src_info if dbg else None, "transpose"),
+    fun, nz_out = transformation_with_aux(_nonzero_outputs, wrap_init(body))
+    if dbg is not None:
+        # The body returns the cotangents of the linear inputs that are not
+        # zero (`_nonzero_outputs`): name exactly those.
+        ct_names = _names.select(_names.cotangent, dbg.arg_names, undefined)
+
+        def result_paths() -> tuple[str | None, ...]:
+            return tuple(n for n, nz in zip(ct_names, nz_out()) if nz)
+
+        fun = fun.replace_debug_info(TracingDebugInfo(
+            dbg.traced_for, _si.wrap_func_src(dbg.func_src_info, "transpose"),
             tuple(n for n, u in zip(dbg.arg_names, undefined) if not u)
-            + tuple(cotangent_name(p) for p, nz in zip(dbg.result_paths, nz_cts) if nz),
-            tuple(cotangent_name(n) for n, u in zip(dbg.arg_names, undefined) if u))
-        if dbg is not None else None))
-    fun, nz_out = transformation_with_aux(_nonzero_outputs, fun)
+            + _names.select(_names.cotangent, dbg.result_paths, nz_cts),
+            result_paths))
     defined_args = [x for x, u in zip(invals, undefined) if not u]
     ct_args = [c for c, nz in zip(cts, nz_cts) if nz]
     new_in_axes = (tuple(ax for ax, u in zip(in_axes, undefined) if not u)

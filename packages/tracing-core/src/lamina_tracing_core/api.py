@@ -184,6 +184,8 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     if has_aux:
         flat_fun, trees = api_util.flatten_fun_nokwargs2(f, in_tree)
         flat_fun, n_main = transformation_with_aux(_concat_aux, flat_fun)
+        # the outputs are again all of f's leaves, (ans, aux): f's names
+        flat_fun = flat_fun.replace_debug_info(f.debug_info)
         outs_p, outs_t = ad.jvp(flat_fun, primals_flat, tangents_flat)
         n = n_main()
         out_tree, aux_tree = trees()
@@ -662,8 +664,8 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         args_flat, in_tree = tu.tree_flatten((tuple(args), kwargs))
         in_dims = api_util.flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True,
                                         tupled_args=True)
-        names = f.debug_info.arg_names if f.debug_info is not None else ()
-        size = _mapped_axis_size(fun, args_flat, in_dims, names, axis_size)
+        size = _mapped_axis_size(fun, args_flat, in_dims, _vmap_arg_descriptions(f, kwargs),
+                                 axis_size)
         in_dims = [None if d is None else int(d) % max(get_aval(x).ndim, 1)
                    for x, d in zip(args_flat, in_dims)]
         flat_fun, out_tree = api_util.flatten_fun(f, in_tree)
@@ -683,9 +685,23 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
     return vmap_f
 
 
+def _vmap_arg_descriptions(f: WrappedFun, kwargs: dict[str, Any]) -> list[str | None]:
+    """How vmap's errors name each flat argument: ``argument x['a']`` for a
+    positional one, ``kwargs['w']`` for a keyword one (JAX 0.10's wording)."""
+    names = list(f.debug_info.arg_names) if f.debug_info is not None else []
+    kw_paths = [f"kwargs{tu.keystr(path)}" for path, _ in tu.tree_flatten_with_path(kwargs)[0]]
+    n_positional = len(names) - len(kw_paths)
+    described: list[str | None] = [None if n is None else f"argument {n}"
+                                   for n in names[:n_positional]]
+    return described + list(kw_paths) if n_positional >= 0 else [None] * len(names)
+
+
 def _mapped_axis_size(fun: Callable[..., Any], args_flat: Sequence[Any],
                       in_dims: Sequence[Any], names: Sequence[str | None],
                       axis_size: int | None) -> int:
+    """The one size of the mapped axes; a ValueError describing the sizes the
+    way JAX does (the commonest size first) when they differ. ``names`` are
+    the flat arguments' descriptions (``argument x['a']``, ``kwargs['w']``)."""
     sizes: list[tuple[int, int, str, ShapedArray]] = []
     d: Any
     for i, (x, d) in enumerate(zip(args_flat, in_dims)):
@@ -693,12 +709,12 @@ def _mapped_axis_size(fun: Callable[..., Any], args_flat: Sequence[Any],
             continue
         aval = get_aval(x)
         given = names[i] if i < len(names) else None
-        name = given if given is not None else f"args[{i}]"
+        name = given if given is not None else f"argument args[{i}]"
         if not -aval.ndim <= d < aval.ndim:
             raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
                              f"implies that its rank should be at least {d + 1 if d >= 0 else -d}"
                              f", but is only {aval.ndim} (its shape is {aval.shape}) for "
-                             f"argument {name}")
+                             f"{name}")
         sizes.append((aval.shape[d], d % aval.ndim, name, aval))
     if not sizes:
         if axis_size is None:
@@ -710,15 +726,26 @@ def _mapped_axis_size(fun: Callable[..., Any], args_flat: Sequence[Any],
         distinct.add(int(axis_size))
     if len(distinct) == 1:
         return distinct.pop()
-    lines = []
-    if axis_size is not None:
-        lines.append(f"  * axis_size was given as {axis_size}")
-    shown: set[int] = set()
-    for s, d, name, aval in sizes:
-        if s not in shown:
-            shown.add(s)
-            dims = ",".join(map(str, aval.shape))
-            lines.append(f"  * one axis had size {s}: axis {d} of argument {name} of type "
-                         f"{aval.dtype.name}[{dims}]")
     raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
-                     + ";\n".join(lines))
+                     + ";\n".join(_size_groups(sizes, axis_size)))
+
+
+def _size_groups(sizes: Sequence[tuple[int, int, str, ShapedArray]],
+                 axis_size: int | None) -> list[str]:
+    """One line per distinct size, the commonest first (then in order of
+    appearance), each with its first axis as the example, as JAX words it."""
+    by_size: dict[int, list[tuple[int, str, ShapedArray]]] = {}
+    for s, d, name, aval in sizes:
+        by_size.setdefault(s, []).append((d, name, aval))
+    order = sorted(by_size, key=lambda s: -len(by_size[s]))  # stable: ties keep their order
+    lines = [f"  * axis_size was given as {axis_size}"] if axis_size is not None else []
+    for rank, s in enumerate(order):
+        group = by_size[s]
+        d, name, aval = group[0]
+        example = f"axis {d} of {name} of type {aval.str_long()}"
+        if len(group) == 1:
+            lines.append(f"  * one axis had size {s}: {example}")
+        else:
+            many = "most axes" if rank == 0 else "some axes"
+            lines.append(f"  * {many} ({len(group)} of them) had size {s}, e.g. {example}")
+    return lines

@@ -30,10 +30,10 @@ class ShapedArray:
             normal = _normal_shapes.get(shape)
         except TypeError:  # a list
             normal = None
-        if normal is None:
-            normal = _normal_shape(shape)
-        self.shape: tuple[int, ...] = normal
         self.dtype: np.dtype[Any] = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        if normal is None:
+            normal = _normal_shape(shape, self.dtype)
+        self.shape: tuple[int, ...] = normal
         self.weak_type: bool = weak_type if type(weak_type) is bool else bool(weak_type)
         self._hash: int | None = None
 
@@ -86,12 +86,70 @@ _normal_shapes: dict[Any, tuple[int, ...]] = {}
 _MAX_NORMAL_SHAPES = 8192
 
 
-def _normal_shape(shape: Any) -> tuple[int, ...]:
+def _normal_shape(shape: Any, dtype: np.dtype[Any]) -> tuple[int, ...]:
     normal = tuple(map(int, shape))
+    if not 0 < math.prod(normal) <= _SAFE_ELEMENTS and not shape_fits(normal, _MAX_ITEMSIZE):
+        # Not remembered: a shape this large is checked against each dtype.
+        check_shape_size(normal, dtype, "ShapedArray")
+        return normal
     if len(_normal_shapes) >= _MAX_NORMAL_SHAPES:
         _normal_shapes.clear()
     _normal_shapes[normal] = normal
     return normal
+
+
+# --- the largest array --------------------------------------------------------
+#: XLA counts an array's bytes (and every running product of its dimensions)
+#: in a signed 64-bit integer; a larger shape aborts the process inside XLA,
+#: so it is refused before it gets there.
+MAX_ARRAY_BYTES = 2 ** 63 - 1
+_MAX_ITEMSIZE = 16  # complex128, the widest element
+_SAFE_ELEMENTS = MAX_ARRAY_BYTES // _MAX_ITEMSIZE
+
+
+class ShapeTooLargeError(ValueError):
+    """A shape with more bytes than an XLA array can address."""
+
+
+def shape_fits(shape: tuple[int, ...], itemsize: int) -> bool:
+    """Whether every leading part of ``shape`` (and so the whole) holds at
+    most ``MAX_ARRAY_BYTES`` bytes of ``itemsize``-byte elements."""
+    limit = MAX_ARRAY_BYTES // max(itemsize, 1)
+    n = 1
+    for d in shape:
+        n *= d
+        if n > limit:
+            return False
+    return True
+
+
+def _count(n: int) -> str:
+    """``n``, as a power of two when it is one (``2**66``)."""
+    if n >= 2 ** 16 and n & (n - 1) == 0:
+        return f"2**{n.bit_length() - 1}"
+    return str(n)
+
+
+def check_shape_size(shape: tuple[int, ...], dtype: Any, fun_name: str,
+                     arg_name: str = "shape") -> None:
+    """Raises ``ShapeTooLargeError`` (naming ``fun_name`` and its argument
+    ``arg_name``) when an array of ``shape`` and ``dtype`` has more than
+    ``MAX_ARRAY_BYTES`` bytes, or a run of its leading dimensions does."""
+    if 0 < math.prod(shape) <= _SAFE_ELEMENTS:  # no leading run is larger than the whole
+        return
+    dtype = np.dtype(dtype)
+    itemsize = max(dtype.itemsize, 1)
+    if shape_fits(shape, itemsize):
+        return
+    n, lead = 1, 0
+    while n * itemsize <= MAX_ARRAY_BYTES:  # some leading run is too large
+        n *= shape[lead]
+        lead += 1
+    part = "" if lead == len(shape) else f"its leading dimensions {shape[:lead]} make "
+    raise ShapeTooLargeError(
+        f"{fun_name}: {arg_name} {shape} of {dtype.name}: {part}{_count(n)} elements "
+        f"({_count(n * itemsize)} bytes), more than an array can hold (at most 2**63 - 1 "
+        f"bytes)")
 
 
 _SHORT_NAMES = {"bool": "bool", "bfloat16": "bf16", "float0": "float0"}

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray, canonicalize_axis, canonicalize_shape, get_aval
+from lamina_tracing_core.avals import (ShapedArray, canonicalize_axis, canonicalize_shape,
+                                       check_shape_size, get_aval)
 from lamina_tracing_core.core import staging
 from lamina_tracing_core.jaxpr import hide_default_params, param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
@@ -339,6 +340,7 @@ def _broadcast_in_dim_abstract_eval(operand: ShapedArray, *, shape: Shape,
     if any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:])):
         raise TypeError("broadcast_in_dim broadcast_dimensions must be strictly increasing; "
                         f"got broadcast_dimensions {broadcast_dimensions}")
+    check_shape_size(shape, operand.dtype, "broadcast_in_dim")
     return ShapedArray(shape, operand.dtype, operand.weak_type)
 
 
@@ -414,6 +416,7 @@ def _reshape_abstract_eval(operand: ShapedArray, *, new_sizes: Shape,
     if dimensions is not None and sorted(dimensions) != list(range(len(operand.shape))):
         raise TypeError("reshape dimensions must be a permutation of operand dimensions, "
                         f"got dimensions {dimensions} for shape {operand.shape}.")
+    check_shape_size(new_sizes, operand.dtype, "reshape", "new_sizes")
     return ShapedArray(new_sizes, operand.dtype, operand.weak_type)
 
 
@@ -508,6 +511,7 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: Any = None, *,
         weak, dtype = fill_aval.weak_type, fill_aval.dtype
     else:
         weak, dtype = False, dtypes.canonicalize_dtype(dtype)
+    check_shape_size(shape, dtype, "full")
     value = _fill_scalar(fill_value, dtype, weak)
     return broadcast_in_dim(value, shape, (), out_sharding=sharding)
 

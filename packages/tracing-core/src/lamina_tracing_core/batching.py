@@ -31,9 +31,9 @@ from lamina_tracing_core.base_primitives import (  # re-exported: batching.movea
     reduce_sum,
 )
 from lamina_tracing_core.symbolic import Zero
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import InvalidInputError, ShapedArray, canonicalize_axis, get_aval
 from lamina_tracing_core.core import MainTrace, Trace, Tracer
-from lamina_tracing_core.jaxpr import ClosedJaxpr
+from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
 from lamina_tracing_core.primitives import MissingRuleError, Primitive, batching_rules
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init, transformation
 from lamina_linear_util.errors import StoreError
@@ -177,7 +177,8 @@ class BatchTrace(Trace):
         return [BatchTracer(self, v, d) for v, d in zip(outs, final_dims)]
 
     def post_process_map(self, primitive: core.MapPrimitive, out_tracers: list[Any],
-                         params: dict[str, Any]) -> tuple[list[Any], Any]:
+                         params: dict[str, Any], *, debug_info: JaxprDebugInfo
+                         ) -> tuple[list[Any], core.MapPostProcess]:
         vals = [t.val for t in out_tracers]
         dims = [t.batch_dim for t in out_tracers]
         seen_axes: list[tuple[Any, ...]] = []
@@ -195,7 +196,9 @@ class BatchTrace(Trace):
                                 and ax <= d else d)
                     for v, d, ax in zip(outs, dims, out_axes)]
 
-        return vals, (todo, out_axes_transform)
+        # vmap keeps names (names.batched)
+        return vals, core.MapPostProcess(todo, out_axes_transform,
+                                         tuple(debug_info.result_paths))
 
     def process_custom_jvp_call(self, primitive: Primitive, fun: WrappedFun,
                                 jvp: WrappedFun, tracers: list[Any], *,
@@ -371,6 +374,11 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
                           for x, d in zip(args, in_dims)]
             outs = inner(*in_tracers)
             out_tracers = [trace.full_raise(o) for o in outs]
+        try:
+            for t in out_tracers:
+                t.aval  # noqa: B018 - an output that is not an array fails here
+        except InvalidInputError:
+            raise core.invalid_output_error(debug_info, outs) from None
         dests = tuple(out_dim_dests())
         results = []
         for i, (t, dest) in enumerate(zip(out_tracers, dests)):
@@ -381,6 +389,10 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
                     results.append(val)
                     continue
                 raise ValueError(_mapped_output_error(debug_info, i, axis_data))
+            if dest is not None:
+                # The result has the output's rank plus the batch axis; an
+                # out-of-range ``out_axes`` is an error, never taken modulo it.
+                canonicalize_axis(dest, t.aval.ndim + 1)
             results.append(matchaxis(d, dest, val, axis_data.size))
     return results
 

@@ -34,6 +34,8 @@ from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import wrap_init
 from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core import names as _names
+from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
@@ -223,27 +225,44 @@ def _eval_with_policy(jaxpr: Jaxpr, policy: Callable[..., bool] | None,
     def read_prefer_known(a: Any) -> Any:
         return read_known(a) if is_known(a) else staged[a]
 
-    for eqn in jaxpr.eqns:
-        prim = eqn.primitive
-        subfuns, params = prim.get_bind_params(eqn.params)
-        if all(is_known(a) for a in eqn.invars):
-            out = prim.bind(*subfuns, *[read_known(a) for a in eqn.invars], **params)
-            outs = list(out) if prim.multiple_results else [out]
-            known.update(zip(eqn.outvars, outs))
-            if not _saveable(policy, eqn):
-                ins = [trace.full_raise(read_staged(a)) for a in eqn.invars]
-                again = trace.default_process_primitive(prim, ins, eqn.params)
-                staged.update(zip(eqn.outvars, again if prim.multiple_results else [again]))
-            continue
-        # Higher-order equations split themselves (their rules see which inputs
-        # are known); first-order ones read the recomputed versions.
-        read: Callable[[Any], Any] = read_prefer_known if prim.higher_order else read_staged
-        out = prim.bind(*subfuns, *[read(a) for a in eqn.invars], **params)
-        for v, o in zip(eqn.outvars, list(out) if prim.multiple_results else [out]):
-            if isinstance(o, pe.JaxprTracer) and o._trace is trace and not o.is_known():
-                staged[v] = o
+    # Every equation made here (computed now, staged again or split) keeps the
+    # user line and name stack of the equation it comes from.
+    base_stack = _si.current_name_stack()
+    saved_frame = _si._state.frame_override
+    try:
+        for eqn in jaxpr.eqns:
+            info = eqn.source_info
+            if info.frame is not None:
+                _si._state.frame_override = info.frame
+            if info.name_stack.stack:
+                _si._state.name_stack = _si.NameStack(base_stack.stack + info.name_stack.stack)
+            prim = eqn.primitive
+            subfuns, params = prim.get_bind_params(eqn.params)
+            if all(is_known(a) for a in eqn.invars):
+                out = prim.bind(*subfuns, *[read_known(a) for a in eqn.invars], **params)
+                outs = list(out) if prim.multiple_results else [out]
+                known.update(zip(eqn.outvars, outs))
+                if not _saveable(policy, eqn):
+                    ins = [trace.full_raise(read_staged(a)) for a in eqn.invars]
+                    again = trace.default_process_primitive(prim, ins, eqn.params)
+                    staged.update(zip(eqn.outvars,
+                                      again if prim.multiple_results else [again]))
             else:
-                known[v] = pe.lower_known(o)
+                # Higher-order equations split themselves (their rules see
+                # which inputs are known); first-order ones read the
+                # recomputed versions.
+                read: Callable[[Any], Any] = (read_prefer_known if prim.higher_order
+                                              else read_staged)
+                out = prim.bind(*subfuns, *[read(a) for a in eqn.invars], **params)
+                for v, o in zip(eqn.outvars, list(out) if prim.multiple_results else [out]):
+                    if isinstance(o, pe.JaxprTracer) and o._trace is trace and not o.is_known():
+                        staged[v] = o
+                    else:
+                        known[v] = pe.lower_known(o)
+            _si._state.name_stack = base_stack
+    finally:
+        _si._state.frame_override = saved_frame
+        _si._state.name_stack = base_stack
     return [read_known(a) if is_known(a) else staged[a] for a in jaxpr.outvars]
 
 
@@ -252,7 +271,7 @@ def _residual_name(res: Any, tracers: Sequence[pe.JaxprTracer],
     """``residual(x)`` for a residual that is the known input ``x``, else None."""
     for t, name in zip(tracers, arg_names):
         if t.is_known() and t.pval.const is res:
-            return None if name is None else f"residual({name})"
+            return _names.residual(name)
     return None
 
 
@@ -316,7 +335,7 @@ def _transpose_remat_jaxpr(jaxpr: Jaxpr, linear: Sequence[bool], ct_nz: Sequence
     paths = dbg.result_paths if dbg is not None else (None,) * len(out_avals)
 
     def ct_name(n: str | None) -> str | None:
-        return None if n is None else f"cotangent({n})"
+        return _names.cotangent(n)
 
     new_dbg = JaxprDebugInfo(
         dbg.traced_for if dbg is not None else "checkpoint / remat",

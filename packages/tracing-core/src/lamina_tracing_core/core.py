@@ -32,11 +32,10 @@ even of an unbatched value.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -81,17 +80,18 @@ from lamina_tracing_core.primitives import (
     impl_rules,
 )
 
-from lamina_linear_util.debug_info import TracingDebugInfo
+from lamina_linear_util.debug_info import TracingDebugInfo, set_validation, validation_enabled
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
 
 __all__ = [
     "AxisFrame", "ClosedJaxpr", "ConcretizationTypeError", "EvalTrace", "Jaxpr",
-    "JaxprEqn", "Literal", "MainTrace", "MapPrimitive", "Primitive", "ShapedArray",
+    "JaxprEqn", "Literal", "MainTrace", "MapPostProcess", "MapPrimitive", "Primitive",
+    "ShapedArray",
     "Trace", "Tracer", "UnboundAxisNameError", "UnexpectedTracerError", "Var",
     "abstract_eval_cached", "axis_frame", "bind", "cacheable_abstract_evals",
     "check_eager_inputs", "check_jaxpr", "concrete_or_error", "config", "eqn_effects",
     "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
-    "impls_checking_inputs", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
+    "impls_checking_inputs", "invalid_output_error", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
     "new_main", "staging", "staging_hooks", "tracing_debug_info_of", "unmapped_aval",
     "wrapped_fun_of_jaxpr",
 ]
@@ -101,12 +101,51 @@ __all__ = [
 class _Config:
     """Process-wide switches of this layer (env vars give the defaults)."""
 
-    def __init__(self) -> None:
-        self.validate_debug_info = os.environ.get(
-            "LAMINA_VALIDATE_DEBUG_INFO", "0").lower() in ("1", "true", "yes")
+    @property
+    def validate_debug_info(self) -> bool:
+        """Checks debug info after every transformation; a stale record raises.
+        One switch with linear-util's (``LAMINA_VALIDATE_DEBUG_INFO``), so its
+        ``safe_arg_names``/``safe_result_paths`` raise on a count mismatch too."""
+        return validation_enabled()
+
+    @validate_debug_info.setter
+    def validate_debug_info(self, on: bool) -> None:
+        set_validation(on)
 
 
 config = _Config()
+
+
+def invalid_output_error(debug_info: TracingDebugInfo | None, outs: Sequence[Any]
+                         ) -> TypeError:
+    """The error for a traced function that returned something that is not an
+    array, naming the function and the output's path in JAX's words (code
+    matches on them): ``function f at file.py:3 traced for jit returned a value
+    of type <class 'str'> at output component [1], which is not a valid JAX type``."""
+    i, bad = next((i, x) for i, x in enumerate(outs) if not _is_value(x))
+    paths: Sequence[str | None] = ()
+    if debug_info is not None:
+        try:
+            paths = debug_info.safe_result_paths(len(outs))
+        except Exception:  # noqa: BLE001 - the names are a courtesy in an error already
+            paths = ()
+    path = paths[i] if i < len(paths) else None
+    component = path[len("result"):] if path and path.startswith("result") else f"[{i}]"
+    function = (f"function {debug_info.func_src_info} traced for {debug_info.traced_for}"
+                if debug_info is not None else "the traced function")
+    where = f"at output component {component}" if component else "as its result"
+    return TypeError(f"{function} returned a value of type {type(bad)} {where}, which is not "
+                     f"a valid JAX type")
+
+
+def _is_value(x: Any) -> bool:
+    if isinstance(x, Tracer):
+        return True
+    try:
+        get_aval(x)
+    except InvalidInputError:
+        return False
+    return True
 
 
 def maybe_validate(jaxpr: Jaxpr | ClosedJaxpr) -> None:
@@ -295,11 +334,13 @@ class Trace:
             f"{type(self).__name__} does not support the map primitive {primitive.name}")
 
     def post_process_map(self, primitive: MapPrimitive, out_tracers: list[Any],
-                         params: dict[str, Any]) -> tuple[list[Any], Any]:
+                         params: dict[str, Any], *, debug_info: JaxprDebugInfo
+                         ) -> tuple[list[Any], MapPostProcess]:
         """For a map body that closes over this trace's values: returns the
-        body's plain outputs and ``(todo, out_axes_transform)``, where
-        ``todo(map_results)`` rebuilds this trace's tracers and
-        ``out_axes_transform(out_axes)`` gives the plain outputs' axes."""
+        body's plain outputs and a ``MapPostProcess`` (how to rebuild this
+        trace's tracers, the plain outputs' axes and their names).
+        ``debug_info`` describes the body; its ``result_paths`` name
+        ``out_tracers``."""
         raise NotImplementedError(
             f"a {primitive.name} body closes over values of {type(self).__name__}, which "
             f"is not supported: pass them as arguments instead")
@@ -812,8 +853,8 @@ class MapPrimitive(Primitive):
                                                                   todos))
         tracers = [trace.full_raise(v) for v in vals]
         outs = [full_lower(o) for o in trace.process_map(self, fun, tracers, params)]
-        for todo, _ in reversed(todos()):
-            outs = [full_lower(o) for o in todo(outs)]
+        for post in reversed(todos()):
+            outs = [full_lower(o) for o in post.todo(outs)]
         return outs
 
     def get_bind_params(self, params: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -825,19 +866,43 @@ class MapPrimitive(Primitive):
         return [fun], new_params
 
 
+class MapPostProcess(NamedTuple):
+    """What a trace's ``post_process_map`` returns beside the plain outputs.
+
+    ``todo(map_results)`` rebuilds the trace's tracers from the map's results;
+    ``out_axes(axes)`` gives the plain outputs' axes from the body's;
+    ``result_paths`` names the plain outputs (the body's names passed through
+    the naming algebra of ``names``, ``None`` where no name exists).
+    """
+
+    todo: Callable[[list[Any]], list[Any]]
+    out_axes: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+    result_paths: tuple[str | None, ...]
+
+
 def _env_traces(inner: Callable[..., Any], store: Any, primitive: MapPrimitive, level: int,
-                params_key: tuple[Any, ...], *args: Any) -> list[Any]:
+                params_key: tuple[Any, ...], debug_info: TracingDebugInfo | None,
+                *args: Any) -> list[Any]:
     outs = list(inner(*args))
     params = dict(params_key)
-    todos: list[tuple[Callable[[list[Any]], list[Any]], Callable[[Any], Any]]] = []
+    todos: list[MapPostProcess] = []
+    body: JaxprDebugInfo | None = None
     while True:
         above = [x._trace for x in outs if isinstance(x, Tracer) and x._trace.level > level]
         if not above:
             break
+        if body is None:
+            body = JaxprDebugInfo.from_tracing(debug_info, len(args), len(outs),
+                                               traced_for=primitive.name)
         trace = max(above, key=lambda t: t.level)
         outs = [trace.full_raise(x) for x in outs]
-        outs, todo = trace.post_process_map(primitive, outs, params)
-        todos.append(todo)
+        outs, post = trace.post_process_map(primitive, outs, params, debug_info=body)
+        if len(post.result_paths) != len(outs):
+            raise AssertionError(
+                f"{type(trace).__name__}.post_process_map named {len(post.result_paths)} "
+                f"of {len(outs)} outputs of a {primitive.name} body")
+        body = body.replace(result_paths=post.result_paths)
+        todos.append(post)
     store.store(tuple(todos))
     return outs
 
@@ -845,16 +910,34 @@ def _env_traces(inner: Callable[..., Any], store: Any, primitive: MapPrimitive, 
 def _process_env_traces(fun: WrappedFun, primitive: MapPrimitive, level: int,
                         params: dict[str, Any]) -> tuple[WrappedFun, Callable[[], Any]]:
     key = tuple(sorted(params.items(), key=lambda kv: kv[0]))
-    new_fun, todos = transformation_with_aux(_env_traces, fun, primitive, level, key)
-    return new_fun.replace_debug_info(fun.debug_info), todos
+    dbg = fun.debug_info
+    new_fun, todos = transformation_with_aux(_env_traces, fun, primitive, level, key, dbg)
+    if dbg is None:
+        return new_fun, todos
+    inner_paths = dbg.result_paths
+    if inner_paths is None:
+        # unknown names stay unknown, whatever the post-processing does
+        return new_fun, todos
+
+    def paths() -> tuple[str | None, ...]:
+        # Post-processing closed-over values changes the body's outputs (a
+        # JVP appends tangents, partial eval keeps the known outputs and adds
+        # residuals): the names are then the ones the traces gave.
+        done: tuple[MapPostProcess, ...] = todos()
+        if done:
+            return done[-1].result_paths
+        assert inner_paths is not None
+        return tuple(inner_paths()) if callable(inner_paths) else inner_paths
+
+    return new_fun.replace_debug_info(dbg.replace(result_paths=paths)), todos
 
 
 def _env_out_axes_thunk(out_axes_thunk: Callable[[], Any],
                         todos: Callable[[], Any]) -> Callable[[], Any]:
     def thunk() -> tuple[int | None, ...]:
         out_axes = tuple(out_axes_thunk())
-        for _, transform in todos():
-            out_axes = tuple(transform(out_axes))
+        for post in todos():
+            out_axes = tuple(post.out_axes(out_axes))
         return out_axes
     return thunk
 

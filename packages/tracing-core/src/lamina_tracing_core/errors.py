@@ -101,7 +101,7 @@ class UnboundAxisNameError(NameError):
         where = (f"; the axes bound here are {', '.join(map(repr, bound))}"
                  if bound else "; no named axis is bound here")
         super().__init__(
-            f"unbound axis name: {axis_name!r}. A collective (psum, all_gather, "
+            f"Found an unbound axis name: {axis_name}. A collective (psum, all_gather, "
             f"axis_index, ...) must be called inside a transformation that binds the "
             f"axis, such as vmap(..., axis_name={axis_name!r}) or pmap(..., "
             f"axis_name={axis_name!r}){where}.")

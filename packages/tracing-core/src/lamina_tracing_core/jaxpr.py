@@ -44,6 +44,7 @@ from lamina_tracing_core.source_info import SourceInfo
 
 if TYPE_CHECKING:
     from lamina_linear_util import TracingDebugInfo
+    from lamina_linear_util.debug_info import MadeBy
 
     from lamina_tracing_core.primitives import Primitive
 
@@ -135,14 +136,17 @@ class JaxprDebugInfo:
 
     @staticmethod
     def from_tracing(dbg: TracingDebugInfo | None, num_args: int, num_results: int,
-                     *, traced_for: str = "jit") -> JaxprDebugInfo:
-        """Resolves a linear-util ``TracingDebugInfo`` for a traced jaxpr."""
+                     *, traced_for: str = "jit", made_by: MadeBy = None) -> JaxprDebugInfo:
+        """Resolves a linear-util ``TracingDebugInfo`` for a traced jaxpr.
+
+        A record whose counts do not fit is stale: it raises under validation,
+        naming ``made_by`` (the transformations that may have changed the
+        counts), else keeps the names still certain (``fit_names``)."""
         if dbg is None:
             return JaxprDebugInfo(traced_for, None, (None,) * num_args, (None,) * num_results)
-        # safe_*: names whose count does not fit (or paths not known yet) are None
         return JaxprDebugInfo(dbg.traced_for, dbg.func_src_info,
-                              tuple(dbg.safe_arg_names(num_args)),
-                              tuple(dbg.safe_result_paths(num_results)))
+                              tuple(dbg.safe_arg_names(num_args, made_by=made_by)),
+                              tuple(dbg.safe_result_paths(num_results, made_by=made_by)))
 
     def replace(self, **changes: Any) -> JaxprDebugInfo:
         return replace(self, **changes)

@@ -21,7 +21,10 @@ Hooks for higher-order primitives (tables keyed by primitive):
 - ``partial_eval_jaxpr_custom_rules[prim](saveable, unks_in, inst_in, eqn)``
   for the jaxpr-level known/staged split used by remat (the control-flow
   layer's ``checkpoint``).
-- ``dce_rules[prim](used_outputs, eqn) -> (used_inputs, new_eqn | None)``.
+- ``dce_rules[prim](used_outputs, eqn) -> (used_inputs, new_eqn | None)``:
+  ``used_inputs`` has one flag per operand of ``eqn`` (the equation given),
+  and ``new_eqn``'s operands are exactly the flagged ones, in order
+  (``dce_jaxpr`` checks this).
 - ``custom_staging_rules[prim](trace, *tracers, **params)``: how a
   DynamicJaxprTrace stages it (default: one equation, abstract eval).
 - ``custom_jvp_staging_rules[prim](trace, fun, jvp, tracers, *,
@@ -39,8 +42,9 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import core
+from lamina_tracing_core import names as _names
 from lamina_tracing_core import source_info as _si
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
 from lamina_tracing_core.core import (
     MainTrace,
     Trace,
@@ -72,7 +76,7 @@ from lamina_tracing_core.primitives import (
     abstract_eval_rules,
     effect_rules,
 )
-from lamina_linear_util.debug_info import TracingDebugInfo
+from lamina_linear_util.debug_info import MadeBy, TracingDebugInfo, fit_names
 from lamina_linear_util.linear_util import WrappedFun, wrap_init, transformation_with_aux
 
 __all__ = [
@@ -94,16 +98,19 @@ custom_vjp_staging_rules: dict[Primitive, Callable[..., Any]] = {}
 
 # --- debug info helpers ------------------------------------------------------------------
 def jaxpr_debug_info(dbg: TracingDebugInfo | JaxprDebugInfo | None, n_in: int, n_out: int,
-                     traced_for: str = "jit") -> JaxprDebugInfo:
+                     traced_for: str = "jit", *, made_by: MadeBy = None) -> JaxprDebugInfo:
     """Resolves the debug info of a traced function for a jaxpr with ``n_in``
-    inputs and ``n_out`` outputs (names the counts do not fit become None)."""
+    inputs and ``n_out`` outputs. Counts that do not fit mean a stale record:
+    an error under validation naming ``made_by``, else the names still certain
+    (linear-util's ``fit_names``)."""
     if dbg is None:
         return JaxprDebugInfo(traced_for, None, (None,) * n_in, (None,) * n_out)
     if isinstance(dbg, JaxprDebugInfo):
-        names = dbg.arg_names if len(dbg.arg_names) == n_in else (None,) * n_in
-        paths = dbg.result_paths if len(dbg.result_paths) == n_out else (None,) * n_out
+        names = fit_names(dbg.arg_names, n_in, what="arg_names", dbg=dbg, made_by=made_by)
+        paths = fit_names(dbg.result_paths, n_out, what="result_paths", dbg=dbg,
+                          made_by=made_by)
         return JaxprDebugInfo(dbg.traced_for, dbg.func_src_info, names, paths)
-    return JaxprDebugInfo.from_tracing(dbg, n_in, n_out)
+    return JaxprDebugInfo.from_tracing(dbg, n_in, n_out, made_by=made_by)
 
 
 # --- dynamic tracing ------------------------------------------------------------------------
@@ -324,20 +331,16 @@ class DynamicJaxprTrace(Trace):
         frame = tracer._frame
         if not frame.alive:
             return ""
-        idxs = frame.provenance(tracer._atom)
-        dbg = frame.debug_info
-        names = []
-        for i in idxs:
-            name = None
-            if dbg is not None and len(dbg.arg_names) == len(frame.invars):
-                name = dbg.arg_names[i]
-            names.append(name if name is not None else f"(flat argument {i})")
+        names = argument_names_behind(tracer)
         if len(names) == 1:
             return ("This concrete value was not available in Python because it depends "
                     f"on the value of the argument {names[0]}.")
         if names:
+            # JAX's English list ("x and y", "x, y, and z"): code matches on it
+            listed = (" and ".join(names) if len(names) == 2
+                      else ", ".join(names[:-1]) + ", and " + names[-1])
             return ("This concrete value was not available in Python because it depends "
-                    f"on the values of the arguments {', '.join(names)}.")
+                    f"on the values of the arguments {listed}.")
         eqns = frame.equations_leading_to(tracer._atom)
         if not eqns:
             return ("This value is a constant that became a tracer because it was "
@@ -393,6 +396,40 @@ class DynamicJaxprTrace(Trace):
         return out
 
 
+def argument_names_behind(tracer: DynamicJaxprTracer) -> list[str]:
+    """The names of the traced function's arguments that ``tracer``'s value
+    depends on (``x['a']``; ``(flat argument 2)`` where a name is unknown)."""
+    frame = tracer._frame
+    dbg = frame.debug_info
+    names = []
+    for i in frame.provenance(tracer._atom):
+        name = None
+        if dbg is not None and len(dbg.arg_names) == len(frame.invars):
+            name = dbg.arg_names[i]
+        names.append(name if name is not None else f"(flat argument {i})")
+    return names
+
+
+def describe_staged_operands(operands: Sequence[Any]) -> str:
+    """For an error about ``operands`` met while staging: each operand's type
+    and the arguments it comes from, and the function being traced
+    (``float32[3] (from x['a']) and float32[4] (from y) while tracing f at
+    file.py:3 for jit``); empty when no operand is a live staged value."""
+    staged = [x for x in operands if isinstance(x, DynamicJaxprTracer) and x._frame.alive]
+    if not staged:
+        return ""
+    parts = []
+    for x in operands:
+        aval = get_aval(x)
+        names = argument_names_behind(x) if any(x is t for t in staged) else []
+        origin = f" (from {', '.join(names)})" if names else ""
+        parts.append(f"{aval.str_long()}{origin}")
+    dbg = staged[0]._frame.debug_info
+    where = (f" while tracing {dbg.func_src_info} for {dbg.traced_for}"
+             if dbg is not None and getattr(dbg, "func_src_info", None) else "")
+    return " and ".join(parts) + where
+
+
 def _traced_for(fun: WrappedFun, default: str) -> str:
     dbg = fun.debug_info
     return dbg.traced_for if dbg is not None else default
@@ -402,9 +439,13 @@ def _finish_frame(trace: DynamicJaxprTrace, frame: JaxprStackFrame, fun: Wrapped
                   in_avals: Sequence[ShapedArray], ans: Any,
                   debug_info: JaxprDebugInfo | None
                   ) -> tuple[Jaxpr, list[ShapedArray], list[Any]]:
-    out_tracers = [trace.full_raise(x) for x in ans]
+    try:
+        out_tracers = [trace.full_raise(x) for x in ans]
+    except InvalidInputError:
+        raise core.invalid_output_error(fun.debug_info, ans) from None
     dbg = (debug_info if debug_info is not None else
-           jaxpr_debug_info(fun.debug_info, len(in_avals), len(out_tracers)))
+           jaxpr_debug_info(fun.debug_info, len(in_avals), len(out_tracers),
+                            made_by=fun.stale_names_suspects))
     jaxpr, consts = frame.to_jaxpr(out_tracers, dbg)
     return jaxpr, [t._aval for t in out_tracers], consts
 
@@ -725,8 +766,9 @@ class JaxprTrace(Trace):
         return _partial_eval_map(self, primitive, fun, tracers, params)
 
     def post_process_map(self, primitive: core.MapPrimitive, out_tracers: list[Any],
-                         params: dict[str, Any]) -> tuple[list[Any], Any]:
-        return _post_process_map(self, primitive, out_tracers, params)
+                         params: dict[str, Any], *, debug_info: JaxprDebugInfo
+                         ) -> tuple[list[Any], core.MapPostProcess]:
+        return _post_process_map(self, primitive, out_tracers, params, debug_info)
 
     def process_custom_jvp_call(self, primitive: Primitive, fun: WrappedFun,
                                 jvp: WrappedFun, tracers: list[Any], *,
@@ -882,7 +924,7 @@ def partial_eval_jaxpr_nounits(closed_jaxpr: ClosedJaxpr, unknowns: Sequence[boo
             name = None
             for kv, kn in zip(known_vals, known_names):
                 if r is kv:
-                    name = None if kn is None else f"residual({kn})"
+                    name = _names.residual(kn)
                     break
             res_names.append(name)
         cell.append((jaxpr_unknown, out_pvals, [get_aval(r) for r in residuals], res_names))
@@ -931,7 +973,7 @@ def _residual_name(residual: Any, known_vals: Sequence[Any],
     """``residual(x)`` when the residual is the known input ``x`` itself."""
     for value, name in zip(known_vals, known_names):
         if residual is value:
-            return None if name is None else f"residual({name})"
+            return _names.residual(name)
     return None
 
 
@@ -1002,11 +1044,14 @@ def _partial_eval_map(trace: JaxprTrace, primitive: Primitive, fun: WrappedFun,
 
 
 def _post_process_map(trace: JaxprTrace, primitive: Primitive,
-                      out_tracers: list[JaxprTracer], params: dict[str, Any]
-                      ) -> tuple[list[Any], Any]:
+                      out_tracers: list[JaxprTracer], params: dict[str, Any],
+                      debug_info: JaxprDebugInfo) -> tuple[list[Any], core.MapPostProcess]:
     """A map body closed over unknown values of ``trace``: its known outputs
     and residuals leave the map; the unknown part is staged as a second map
-    equation (residuals mapped at 0, the closed-over values broadcast)."""
+    equation (residuals mapped at 0, the closed-over values broadcast).
+    ``debug_info`` names the body's outputs: the known ones keep their names,
+    the staged map is named after the body with the unknown ones' names (its
+    inputs, residuals and closed-over values, have none)."""
     out_knowns = [t.is_known() for t in out_tracers]
     unknown = [t for t in out_tracers if not t.is_known()]
     jaxpr, residuals, env = tracers_to_jaxpr([], unknown, allow_env=True)
@@ -1023,7 +1068,10 @@ def _post_process_map(trace: JaxprTrace, primitive: Primitive,
         known_outs, res = outs[:n_known], outs[n_known:]
         res_tracers = [trace.new_instantiated_const(r) for r in res]
         out_axes = staged_out_axes[-1]
-        call_jaxpr = convert_constvars_jaxpr(jaxpr)
+        call_jaxpr = convert_constvars_jaxpr(jaxpr).replace(debug_info=JaxprDebugInfo(
+            debug_info.traced_for, debug_info.func_src_info,
+            (None,) * (len(res) + len(env)),
+            tuple(p for p, k in zip(debug_info.result_paths, out_knowns) if not k)))
         new_params = {k: v for k, v in params.items() if k != "out_axes_thunk"}
         new_params.update(in_axes=(0,) * len(res) + (None,) * len(env), out_axes=out_axes,
                           call_jaxpr=call_jaxpr)
@@ -1037,10 +1085,26 @@ def _post_process_map(trace: JaxprTrace, primitive: Primitive,
         known_iter, staged_iter = iter(known_outs), iter(staged)
         return [next(known_iter) if k else next(staged_iter) for k in out_knowns]
 
-    return known_vals + list(residuals), (todo, out_axes_transform)
+    known_paths = tuple(p for p, k in zip(debug_info.result_paths, out_knowns) if k)
+    # the residuals are computed values, never inputs of the body: no names
+    return known_vals + list(residuals), core.MapPostProcess(
+        todo, out_axes_transform, known_paths + (None,) * len(residuals))
 
 
 # --- dead-code elimination ---------------------------------------------------------------------
+def _check_dce_rule(eqn: JaxprEqn, used_inputs: Sequence[bool], new_eqn: JaxprEqn) -> None:
+    """The DCE-rule protocol: ``used_inputs`` has one flag per operand of the
+    *old* equation, and the new equation's operands are exactly the flagged
+    ones, in order (so the caller marks the right variables as needed)."""
+    kept = [a for a, u in zip(eqn.invars, used_inputs) if u]
+    if len(used_inputs) != len(eqn.invars) or len(kept) != len(new_eqn.invars) or any(
+            a is not b for a, b in zip(kept, new_eqn.invars)):
+        raise AssertionError(
+            f"the DCE rule of {eqn.primitive.name!r} returned {len(used_inputs)} input flags "
+            f"({sum(map(bool, used_inputs))} set) for an equation with {len(eqn.invars)} "
+            f"operands, and a new equation with {len(new_eqn.invars)}")
+
+
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
               instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
     """Removes the outputs not in ``used_outputs``, the equations nothing
@@ -1060,8 +1124,10 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
         if rule is not None:
             used_ins, new_eqn = rule(used_outs, eqn)
             if new_eqn is not None:
+                _check_dce_rule(eqn, used_ins, new_eqn)
                 new_eqns.append(new_eqn)
-                used.update(a for a, u in zip(new_eqn.invars, used_ins)
+                # The flags are the old equation's: one per operand it had.
+                used.update(a for a, u in zip(eqn.invars, used_ins)
                             if u and isinstance(a, Var))
             continue
         if any(used_outs) or has_side_effects(eqn.effects):

@@ -29,6 +29,8 @@ from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_linear_util.linear_util import wrap_init
 from lamina_tracing_core import core
 from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core.array_methods import ArrayMethods
+from lamina_tracing_core.base_primitives import convert_element_type_p
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.effects import Effects, union
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, Var
@@ -153,6 +155,16 @@ def retrace(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray],
     out = ClosedJaxpr(jaxpr, consts)
     core.maybe_validate(out)
     return out
+
+
+def as_array(value: Any, aval: ShapedArray) -> Any:
+    """An output of an eager control-flow impl as an array of type ``aval``:
+    host values (Python scalars, NumPy data an identity branch hands back) are
+    placed, as a compiled program's results would be (and JAX's are)."""
+    if isinstance(value, ArrayMethods):
+        return value
+    return convert_element_type_p.bind(value, new_dtype=aval.dtype, weak_type=aval.weak_type,
+                                       sharding=None)
 
 
 def eval_closed(jaxpr: ClosedJaxpr, *args: Any) -> list[Any]:

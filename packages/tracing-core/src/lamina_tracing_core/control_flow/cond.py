@@ -30,6 +30,7 @@ from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval, zeros_like_aval
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
+    as_array,
     branch_output_error,
     eval_closed,
     joined_effects,
@@ -194,7 +195,8 @@ cond_p.def_effects(_cond_effects)
 
 def _cond_impl(index: Any, *args: Any, branches: Sequence[ClosedJaxpr]) -> list[Any]:
     i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
-    return eval_closed(branches[i], *args)
+    outs = eval_closed(branches[i], *args)
+    return [as_array(out, aval) for out, aval in zip(outs, branches[i].out_avals)]
 
 
 cond_p.def_impl(_cond_impl)

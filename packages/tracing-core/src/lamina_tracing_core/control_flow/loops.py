@@ -33,6 +33,7 @@ from lamina_linear_util import tree_util as tu
 from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_tracing_core import ad, batching, core, dtypes
 from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core import names as _names
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
@@ -237,7 +238,7 @@ while_p.def_impl(_while_impl)
 
 # --- JVP ------------------------------------------------------------------------------------------
 def _tangent_name(name: str | None) -> str | None:
-    return None if name is None else f"tangent({name})"
+    return _names.tangent(name)
 
 
 def _while_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, cond_jaxpr: ClosedJaxpr,

@@ -34,6 +34,7 @@ from lamina_linear_util import tree_util as tu
 from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_tracing_core import ad, batching, core, dtypes
 from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core import names as _names
 from lamina_tracing_core.ad_util import (
     Zero,
     add_tangents,
@@ -43,6 +44,7 @@ from lamina_tracing_core.ad_util import (
 )
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
+    as_array,
     body_debug_info,
     carry_type_error,
     eval_closed,
@@ -276,9 +278,22 @@ def _scan_impl(*args: Any, reverse: bool, length: int, jaxpr: ClosedJaxpr, num_c
         ys_per_step.append(y)
     if reverse:
         ys_per_step.reverse()
+    if length == 0:
+        carry = _zero_trip_carry(jaxpr, num_consts, carry)
     y_avals = jaxpr.out_avals[num_carry:]
     ys = [_stack([step[j] for step in ys_per_step], a, length) for j, a in enumerate(y_avals)]
     return list(carry) + ys
+
+
+def _zero_trip_carry(jaxpr: ClosedJaxpr, num_consts: int, carry: Sequence[Any]) -> list[Any]:
+    """A loop that never ran returns its initial carry, as arrays of the carry
+    types (as JAX's does), except the carries the body passes through
+    unchanged, which come back as given."""
+    invars, outvars = jaxpr.jaxpr.invars, jaxpr.jaxpr.outvars
+    out = []
+    for i, (value, aval) in enumerate(zip(carry, jaxpr.out_avals)):
+        out.append(value if outvars[i] is invars[num_consts + i] else as_array(value, aval))
+    return out
 
 
 scan_p.def_impl(_scan_impl)
@@ -438,7 +453,7 @@ pe.custom_partial_eval_rules[scan_p] = _scan_partial_eval
 
 # --- transpose -------------------------------------------------------------------------------------
 def _cotangent_name(name: str | None) -> str | None:
-    return None if name is None else f"cotangent({name})"
+    return _names.cotangent(name)
 
 
 def _transpose_scan_body(body: ClosedJaxpr, num_ires: int, num_c: int, num_carry: int,

@@ -21,6 +21,7 @@ import numpy as np
 
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.base_primitives import convert_element_type
 from lamina_tracing_core.effects import no_effects
 from lamina_tracing_core.jaxpr import Jaxpr, JaxprDebugInfo, JaxprEqn, Var
 from lamina_tracing_core.lax import common, helpers
@@ -579,14 +580,44 @@ def _scatter_mul_jvp(primals: Any, tangents: Any, **params: Any) -> Any:
     if not helpers.is_zero(g_operand):
         terms.append(scatter_mul_p.bind(g_operand, indices, updates, **params))
     if not helpers.is_zero(g_updates):
-        if not params["unique_indices"]:
-            raise NotImplementedError(
-                "scatter_mul gradients with respect to the updates are only implemented if "
-                "`unique_indices=True`")
-        scattered = scatter_add(st.full_like(operand, 0), indices, g_updates,
-                                params["dimension_numbers"], **_scatter_params(params))
-        terms.append(ew.mul(operand, scattered))
+        terms.append(_scatter_mul_updates_tangent(operand, indices, updates, g_updates,
+                                                  params))
     return out, helpers._sum_contributions(out, terms)
+
+
+def _scatter_mul_updates_tangent(operand: Any, indices: Any, updates: Any, g_updates: Any,
+                                 params: dict[str, Any]) -> Any:
+    """The tangent of ``scatter_mul(operand, indices, updates)`` along
+    ``g_updates``, linear in ``g_updates``.
+
+    Each output element is its operand element times the product of the
+    updates that land on it, so the derivative along one update is the
+    operand element times the product of the *other* updates there. With
+    unique indices there are no others (as JAX: ``operand *
+    scatter_add(0, indices, g_updates)``). With repeated indices the
+    product of the others is formed without dividing by a zero: per output
+    element, the product of its non-zero updates and the count of its zero
+    updates. When none of the other updates there is zero, the others'
+    product is that product divided by the update (by one for a zero
+    update, the only zero there); otherwise it is zero."""
+    d: ScatterDimensionNumbers = params["dimension_numbers"]
+    sp = _scatter_params(params)
+    if params["unique_indices"]:
+        return ew.mul(operand, scatter_add(_zeros(operand), indices, g_updates, d, **sp))
+    mode = params["mode"]
+    upd_shape = get_aval(updates).shape
+    is_zero = ew.eq(updates, _zeros(updates))
+    nonzero = ew.select(is_zero, _ones(updates), updates)
+    products = scatter_mul(_ones(operand), indices, nonzero, d, **sp)
+    zero_counts = scatter_add(st.full(get_aval(operand).shape, 0, dtypes.int32), indices,
+                              convert_element_type(is_zero, dtypes.int32), d, **sp)
+    product_here = _gather_windows(products, indices, upd_shape, d, mode, 1)
+    zeros_here = _gather_windows(zero_counts, indices, upd_shape, d, mode, 0)
+    zeros_elsewhere = ew.sub(zeros_here, convert_element_type(is_zero, dtypes.int32))
+    others = ew.select(ew.eq(zeros_elsewhere, st.full_like(zeros_elsewhere, 0)),
+                       ew.div(product_here, nonzero), _zeros(updates))
+    per_element = scatter_add(_zeros(operand), indices, ew.mul(g_updates, others), d, **sp)
+    return ew.mul(operand, per_element)
 
 
 def _scatter_mul_transpose(ct: Any, operand: Any, indices: Any, updates: Any,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import ShapedArray, check_shape_size, get_aval
 from lamina_tracing_core.base_primitives import (  # re-exported: lax.broadcast_in_dim_p etc.
     broadcast_in_dim,
     broadcast_in_dim_p,
@@ -52,9 +52,12 @@ def _iota_abstract_eval(*, dtype: Any, shape: Shape, dimension: int,
     if dtype not in common.NUM:
         raise TypeError(f"iota does not accept dtype {dtype.name}. Accepted dtypes are "
                         f"subtypes of {common.category_names(common.NUM)}.")
+    if any(d < 0 for d in shape):
+        raise TypeError(f"iota shape must have every element be nonnegative, got {shape}.")
     if not 0 <= dimension < len(shape):
         raise ValueError("iota dimension must be between 0 and len(shape), got "
                          f"dimension={dimension} for shape={shape}")
+    check_shape_size(shape, dtype, "iota")
     return ShapedArray(shape, dtype, False)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from lamina_tracing_core import core, dtypes, lax
+from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.lax.convert import convert_element_type_internal
 
@@ -249,6 +250,23 @@ def _broadcast_shapes(fun: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...
                          f"shapes={[tuple(s) for s in shapes]}") from None
 
 
+def elementwise_shape(fun: str, *shapes: Sequence[int],
+                      operands: Sequence[Any] = ()) -> tuple[int, ...]:
+    """The broadcast shape of an elementwise function's operands; incompatible
+    ones are a TypeError, as in JAX (its lax ops raise it; code matches on the
+    class), while explicit broadcasting (``broadcast_shapes``, ``where``) keeps
+    NumPy's ValueError. Under a staging transformation the message also names
+    the arguments the ``operands`` come from and the function being traced."""
+    try:
+        return broadcast_shapes(fun, *shapes)
+    except ValueError:
+        listed = ", ".join(str(tuple(s)) for s in shapes)
+        context = pe.describe_staged_operands(operands)
+        raise TypeError(f"{qualified(fun)} got incompatible shapes for broadcasting: "
+                        f"{listed}." + (f" The operands are {context}." if context else "")
+                        ) from None
+
+
 def promote_shapes(fun: str, *args: ArrayLike) -> list[ArrayLike]:
     """Operands with equal ranks (leading size-1 axes added; scalars kept)."""
     if len(args) < 2:
@@ -257,9 +275,9 @@ def promote_shapes(fun: str, *args: ArrayLike) -> list[ArrayLike]:
     ranks = {len(s) for s in shapes if s}
     if len(ranks) < 2:
         if len(ranks) == 1 and len({s for s in shapes if s}) > 1:
-            broadcast_shapes(fun, *shapes)  # only for the error message
+            elementwise_shape(fun, *shapes, operands=args)  # only for the error message
         return list(args)
-    rank = len(broadcast_shapes(fun, *shapes))
+    rank = len(elementwise_shape(fun, *shapes, operands=args))
     return [x if not s else lax.broadcast_to_rank(x, rank) for x, s in zip(args, shapes)]
 
 
@@ -324,7 +342,7 @@ def _promote_pair(fun: str, x: Any, y: Any) -> list[ArrayLike] | None:
     xs, ys = ax.shape, ay.shape
     rank = -1  # no rank promotion
     if xs != ys and xs and ys:
-        full = broadcast_shapes(fun, xs, ys)  # errors on incompatible shapes
+        full = elementwise_shape(fun, xs, ys, operands=(x, y))  # errors on incompatible shapes
         if len(xs) != len(ys):
             rank = len(full)
     if ax.dtype != ay.dtype or ax.weak_type != ay.weak_type:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core.avals import check_shape_size, get_aval
 from lamina_tracing_core import core, dtypes, lax
 from lamina_tracing_core.lax.convert import convert_element_type_p
 
@@ -69,6 +69,10 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
             _check_int_fits(object, dt)
         out = _util.operand("array", object, "object")
         aval = get_aval(out)
+        if type(object) is int and dt is None and not dtypes.python_int_fits(object, aval.dtype):
+            # JAX's words for a Python int beyond the default integer type
+            raise OverflowError(f"lamina.numpy.array: Python int {object} too large to "
+                                f"convert to {aval.dtype.name}")
         weak = aval.weak_type if dt is None else False
         dt = aval.dtype if dt is None else dt
     out = _util.convert(out, dt, weak)
@@ -109,8 +113,9 @@ def copy(a: Any, order: str | None = None) -> Array:
 
 
 # --- filled arrays ----------------------------------------------------------------------
-def _shape(fun: str, shape: Any) -> tuple[int, ...]:
-    """A concrete shape from an int or a sequence of ints."""
+def _shape(fun: str, shape: Any, dtype: Any = None) -> tuple[int, ...]:
+    """A concrete shape from an int or a sequence of ints (one an array of
+    ``dtype`` can have, when ``dtype`` is given)."""
     if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and np.ndim(shape) == 0):
         shape = (shape,)
     try:
@@ -121,24 +126,27 @@ def _shape(fun: str, shape: Any) -> tuple[int, ...]:
     out = tuple(_util.concrete_int(fun, d, "each shape dimension") for d in dims)
     if any(d < 0 for d in out):
         raise ValueError(f"lamina.numpy.{fun}: negative dimensions are not allowed, got {out}")
+    if dtype is not None:
+        check_shape_size(out, dtype, f"lamina.numpy.{fun}")
     return out
 
 
 def zeros(shape: Any, dtype: Any = None) -> Array:
     """An array of zeros (default dtype float32, or float64 with x64)."""
     dt = _user_dtype("zeros", dtype) or dtypes.default_float_dtype()
-    return lax.full(_shape("zeros", shape), 0, dt)
+    return lax.full(_shape("zeros", shape, dt), 0, dt)
 
 
 def ones(shape: Any, dtype: Any = None) -> Array:
     """An array of ones."""
     dt = _user_dtype("ones", dtype) or dtypes.default_float_dtype()
-    return lax.full(_shape("ones", shape), 1, dt)
+    return lax.full(_shape("ones", shape, dt), 1, dt)
 
 
 def empty(shape: Any, dtype: Any = None) -> Array:
     """An array of zeros: lamina has no uninitialised memory."""
-    return zeros(shape, dtype)
+    dt = _user_dtype("empty", dtype) or dtypes.default_float_dtype()
+    return lax.full(_shape("empty", shape, dt), 0, dt)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
@@ -146,6 +154,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
     dims = _shape("full", shape)
     dt = _user_dtype("full", dtype)
     fill = _util.operand("full", fill_value, "fill_value")
+    check_shape_size(dims, get_aval(fill).dtype if dt is None else dt, "lamina.numpy.full")
     if _util.ndim_of(fill) == 0:
         return lax.full(dims, fill, dt)
     fill = _util.convert(fill, dt) if dt is not None else fill
@@ -154,8 +163,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
 
 def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Array:
     x = _util.operand(fun, a, "a")
-    dims = None if shape is None else _shape(fun, shape)
     dt = _user_dtype(fun, dtype)
+    dims = None if shape is None else _shape(fun, shape, get_aval(x).dtype if dt is None else dt)
     fill = _util.operand(fun, fill_value, "fill_value")
     if _util.ndim_of(fill) == 0:
         return lax.full_like(x, fill, dt, dims)

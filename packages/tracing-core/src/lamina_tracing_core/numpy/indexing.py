@@ -580,10 +580,7 @@ def _static_index(x: Any, entries: list[Any]) -> Any:
             strides.append(-step)
             rev_axes.append(axis)
             continue
-        i = operator.index(e)
-        if not -size <= i < size:
-            raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
-        i = i + size if i < 0 else i
+        i = _clamped_static_index(operator.index(e), axis, size)
         starts.append(i)
         limits.append(i + 1)
         strides.append(1)
@@ -635,11 +632,7 @@ def _getitem_core(x: Any, idx: Any, mode: Any = None, fill_value: Any = None) ->
         squeeze_axes.append(axis)
         sizes[axis] = 1
         if _is_int_scalar(e):
-            i = operator.index(e)
-            if not -shape[axis] <= i < shape[axis]:
-                raise IndexError(f"index {i} is out of bounds for axis {axis} with size "
-                                 f"{shape[axis]}")
-            starts.append(i + shape[axis] if i < 0 else i)
+            starts.append(_clamped_static_index(operator.index(e), axis, shape[axis]))
         else:
             _check_index_dtype(e)
             starts.append(e)
@@ -696,12 +689,19 @@ def _fast_int_ok(x: Any) -> bool:
 
 
 def _getitem_int(x: Any, i: int) -> Any:
-    shape = get_aval(x).shape
-    size = shape[0]
-    if not -size <= i < size:
-        raise IndexError(f"index {i} is out of bounds for axis 0 with size {size}")
-    i = i + size if i < 0 else i
+    i = _clamped_static_index(i, 0, get_aval(x).shape[0])
     return lax.squeeze(lax.slice_in_dim(x, i, i + 1, 1, 0), (0,))
+
+
+def _clamped_static_index(i: int, axis: int, size: int) -> int:
+    """A static integer index as a position in ``range(size)``: negative ones
+    count from the end, and out-of-range ones are clamped into range, as JAX's
+    indexing does (NumPy would raise); an empty axis has no position at all."""
+    if size == 0:
+        raise IndexError(f"index {i} is out of bounds for axis {axis} with size 0")
+    if i < 0:
+        i += size
+    return min(max(i, 0), size - 1)
 
 
 _SCATTERS: dict[str, Callable[..., Any]] = {
@@ -744,11 +744,23 @@ def index_update(x: Any, idx: Any, values: ArrayLike, op: str, *,
     n = len(pos_shape)
     dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                        scatter_dims_to_operand_dims=(0,))
+    # As JAX: without an advanced index no element is selected twice.
+    unique = unique_indices or not _has_advanced_index(idx)
     out = _SCATTERS[op](flat, lax.expand_dims(positions, (n,)), values, dnums,
-                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                        indices_are_sorted=indices_are_sorted, unique_indices=unique,
                         mode=lax.GatherScatterMode.FILL_OR_DROP
                         if parsed != lax.GatherScatterMode.CLIP else parsed)
     return lax.reshape(out, shape)
+
+
+def _has_advanced_index(idx: Any) -> bool:
+    """Whether ``idx`` (already checked by indexing with it) has an array or
+    sequence entry of rank above zero: NumPy's advanced indexing, the only
+    kind that can select an element more than once."""
+    for e in idx if isinstance(idx, tuple) else (idx,):
+        if isinstance(e, (list, tuple)) or (_is_index_array(e) and get_aval(e).ndim > 0):
+            return True
+    return False
 
 
 _BOX_OPS: dict[str, Callable[[Any, Any], Any]] = {

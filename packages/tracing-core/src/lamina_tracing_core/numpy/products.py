@@ -54,8 +54,11 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
 
 def _check_contract(fun: str, sa: tuple[int, ...], ia: int, sb: tuple[int, ...], ib: int) -> None:
     if sa[ia] != sb[ib]:
-        raise ValueError(f"lamina.numpy.{fun}: shapes {sa} and {sb} are not aligned: "
-                         f"{sa[ia]} (dim {ia}) != {sb[ib]} (dim {ib})")
+        # a TypeError with JAX's words, as its dot_general raises (code matches on it)
+        raise TypeError(f"lamina.numpy.{fun}: dot_general requires contracting dimensions to "
+                        f"have the same shape, got {(sa[ia],)} and {(sb[ib],)}: shapes {sa} "
+                        f"and {sb} are not aligned ({sa[ia]} (dim {ia}) != {sb[ib]} "
+                        f"(dim {ib}))")
 
 
 def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,

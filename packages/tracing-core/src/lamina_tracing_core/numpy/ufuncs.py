@@ -864,6 +864,6 @@ def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
     x, y = _util.operands("array_equiv", a1, a2)
     try:
         x, y = _util.promote_args("array_equiv", x, y)
-    except ValueError:
+    except TypeError:  # shapes that do not broadcast
         return _util.convert(False, dtypes.bool_)
     return _all(lax.eq(x, y))
