@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 
-AREA_MODULES = (".pytrees", ".tracing", ".lowering", ".dispatch", ".steps", ".imports")
+AREA_MODULES = (".pytrees", ".tracing", ".lowering", ".dispatch", ".steps", ".imports",
+                ".retention")
 
 
 def load_all() -> None:

@@ -10,8 +10,10 @@ one output. Calling a compiled program safely is
 from __future__ import annotations
 
 import collections
+import gc
 import hashlib
 import io
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -139,10 +141,49 @@ def compile_module(module: Any, devices: Sequence[Device],
     except JaxRuntimeError as e:
         raise CompileError(f"XLA could not compile {name}: {e}") from e
     with _compile_lock:
+        _drop_unreferenced()
         _compile_cache[key] = loaded
         if len(_compile_cache) > _CACHE_SIZE:
             _compile_cache.popitem(last=False)
     return loaded
+
+
+def _refs_when_only_cached() -> int:
+    """What ``sys.getrefcount`` reports, inside :func:`_drop_unreferenced`'s
+    loop, for a value that nothing but the cache holds."""
+    probe: collections.OrderedDict[int, object] = collections.OrderedDict({0: object()})
+    return max(sys.getrefcount(value) for _, value in probe.items())
+
+
+_ONLY_CACHED = _refs_when_only_cached()
+
+
+def _drop_unreferenced() -> None:
+    """Forgets the executables that only this cache still holds (their
+    programs and functions are gone), so memory goes with the functions that
+    were dropped; executables of live programs stay shared. Called on a miss
+    (which compiles anyway), under the lock. LoadedExecutable takes no weak
+    references, hence the reference count."""
+    dead = [k for k, value in _compile_cache.items()
+            if sys.getrefcount(value) <= _ONLY_CACHED]
+    for k in dead:
+        del _compile_cache[k]
+
+
+def _after_full_collection(phase: str, info: dict[str, int]) -> None:
+    """A gc callback: programs held in reference cycles (a jaxpr and its
+    lowerings) go at a collection, so a full one also sweeps this cache.
+    Skipped when the cache's lock is taken (the collection may run inside it)."""
+    if phase != "stop" or info.get("generation") != 2 or not _compile_cache:
+        return
+    if _compile_lock.acquire(blocking=False):
+        try:
+            _drop_unreferenced()
+        finally:
+            _compile_lock.release()
+
+
+gc.callbacks.append(_after_full_collection)
 
 
 def module_bytecode(module: Any) -> bytes:

@@ -15,6 +15,8 @@ explain_cache_misses      LAMINA_EXPLAIN_CACHE_MISSES       linear-util cache
 pmap_chunked_shards       LAMINA_PMAP_CHUNKED_SHARDS        runtime pmap
 validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
+include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
+in_locations              IN_LOCATIONS                      source_info
 ========================  ================================  ====================
 """
 
@@ -27,7 +29,7 @@ from typing import Any
 from lamina_interpreters_pxla.config import config as runtime_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
-from lamina_tracing_core import dtypes
+from lamina_tracing_core import dtypes, source_info
 from lamina_tracing_core.core import config as core_config
 
 
@@ -70,6 +72,9 @@ _SETTINGS: dict[str, _Setting] = {
     "pmap_chunked_shards": _runtime("pmap_chunked_shards"),
     "validate_debug_info": _core_flag("validate_debug_info"),
     "disable_jit": _jit_flag("disable_jit"),
+    "include_full_tracebacks_in_locations": _Setting(
+        source_info.include_full_tracebacks_in_locations,
+        lambda v: source_info.set_include_full_tracebacks_in_locations(bool(v))),
 }
 
 #: JAX's flag names for the same settings.
@@ -77,6 +82,7 @@ _ALIASES = {
     "jax_enable_x64": "enable_x64", "jax_platforms": "platforms", "jax_platform_name": "platforms",
     "jax_num_cpu_devices": "num_cpu_devices", "jax_explain_cache_misses": "explain_cache_misses",
     "jax_disable_jit": "disable_jit",
+    "jax_include_full_tracebacks_in_locations": "include_full_tracebacks_in_locations",
 }
 
 

@@ -6,7 +6,15 @@ column fused with a name location holding the op's name path (the module's
 name stack, the equation's own name stack, the primitive's name). XLA turns
 exactly this form into ``op_name`` plus ``source_file``/``source_line``
 metadata on the HLO instruction (a name wrapped around the file location
-would give only a stack-frame id).
+would give only a stack-frame id). The column is the start of the user's
+expression, from the code object's position table.
+
+With ``include_full_tracebacks_in_locations`` on, the location is JAX's
+richer form instead: the name path wrapped around the call-site chain of the
+user frames, innermost first, each a function name around a column range,
+``loc("jit(f)/sin"(callsite("g"("u.py":3:11 to :21) at "f"("u.py":5:8 to :12))))``.
+Only the raw frames (code object and bytecode offset) are recorded while
+tracing; the positions are looked up here, once per code object and offset.
 
 Many operations share a location (every op of one user line under the same
 name path), so ``LocationCache`` returns the same attribute for the same key
@@ -18,11 +26,18 @@ from __future__ import annotations
 from typing import Any
 
 from jaxlib.mlir import ir
-from lamina_tracing_core.source_info import SourceInfo
+from lamina_tracing_core.source_info import (
+    Frame,
+    RawFrame,
+    SourceInfo,
+    frame_position,
+    include_full_tracebacks_in_locations,
+    raw_frame_position,
+)
 
 __all__ = ["LocationCache", "op_name_path"]
 
-_Key = tuple[str, str | None, int, int]
+_Key = tuple[Any, ...]
 
 
 def op_name_path(prefix: str, source_info: SourceInfo | None, op_name: str) -> str:
@@ -44,9 +59,15 @@ class LocationCache:
     tables keep the ``SourceInfo`` alive, so an id is never reused while its
     entry exists."""
 
-    __slots__ = ("_locs", "_origin", "_tables", "_by_value", "_file_locs")
+    __slots__ = ("_locs", "_origin", "_tables", "_by_value", "_file_locs", "full_tracebacks",
+                 "_frame_locs", "_chains")
 
-    def __init__(self) -> None:
+    def __init__(self, full_tracebacks: bool | None = None) -> None:
+        #: whether ops get call-site chains (the config switch when created)
+        self.full_tracebacks = (include_full_tracebacks_in_locations()
+                                if full_tracebacks is None else full_tracebacks)
+        self._frame_locs: dict[tuple[Any, ...], ir.Location] = {}
+        self._chains: dict[tuple[Any, ...], ir.Location] = {}
         self._locs: dict[_Key, ir.Location] = {}
         self._origin: dict[_Key, Any] = {}
         self._tables: dict[str, dict[tuple[int, str], tuple[Any, ir.Location]]] = {}
@@ -78,8 +99,11 @@ class LocationCache:
             frame = source_info.frame if source_info is not None else None
             if frame is None:
                 loc = self.named(name, None, 0, 0, origin)
+            elif self.full_tracebacks:
+                loc = self.with_traceback(name, frame, origin)
             else:
-                loc = self.named(name, frame.file_name, frame.line, frame.column, origin)
+                line, _, column, _ = frame_position(frame)
+                loc = self.named(name, frame.file_name, line, column, origin)
             self._by_value[key] = loc
         table[id_key] = (source_info, loc)
         return loc
@@ -96,6 +120,44 @@ class LocationCache:
                 loc = ir.Location.fused([self.file(file, line, column), ir.Location.name(name)])
             self._locs[key] = loc
             self._origin[key] = origin
+        return loc
+
+    def with_traceback(self, name: str, frame: Frame, origin: Any = None) -> ir.Location:
+        """``loc("name"(callsite(...)))``: ``name`` around the call-site chain
+        of ``frame`` and its recorded callers."""
+        chain = self.traceback(frame)
+        key = ("traceback", name, chain)
+        loc = self._locs.get(key)
+        if loc is None:
+            loc = ir.Location.name(name, childLoc=chain)
+            self._locs[key] = loc
+            self._origin[key] = origin
+        return loc
+
+    def traceback(self, frame: Frame) -> ir.Location:
+        """The call-site chain of ``frame`` (innermost) and its callers."""
+        key = (frame.file_name, frame.function_name, frame_position(frame), frame.callers)
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = self._frame_loc(frame.file_name, frame.function_name, key[2])
+            if frame.callers:
+                chain = ir.Location.callsite(chain, [self._raw_frame_loc(raw)
+                                                     for raw in frame.callers])
+            self._chains[key] = chain
+        return chain
+
+    def _raw_frame_loc(self, raw: RawFrame) -> ir.Location:
+        code, lasti = raw
+        return self._frame_loc(code.co_filename, code.co_name, raw_frame_position(code, lasti))
+
+    def _frame_loc(self, file: str, function: str,
+                   position: tuple[int, int, int, int]) -> ir.Location:
+        key = (file, function, position)
+        loc = self._frame_locs.get(key)
+        if loc is None:
+            line, end_line, column, end_column = position
+            loc = self._frame_locs[key] = ir.Location.name(
+                function, childLoc=ir.Location.file(file, line, column, end_line, end_column))
         return loc
 
     def file(self, file: str, line: int, column: int) -> ir.Location:

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +46,7 @@ from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 
 from lamina_sharded_jit.arguments import canonical_aval
 from lamina_sharded_jit.explain import explain_miss, log_cost
-from lamina_sharded_jit.jaxpr_cache import memoize_on_jaxpr
+from lamina_sharded_jit.jaxpr_cache import jaxpr_store, memoize_on_jaxpr
 from lamina_sharded_jit.primitive import pjit_p
 from lamina_sharded_jit.sharding_constraint import sharding_constraint_p
 from lamina_sharded_jit.shardings import (
@@ -153,15 +152,22 @@ _nested_memo = memoize_on_jaxpr(_nested_sources, max_size=4096)
 
 
 # --- lowering ------------------------------------------------------------------------------------
-_LOWER_CACHE_SIZE = 4096
-_lower_cache: OrderedDict[Hashable, tuple[Jaxpr, LoweredProgram]] = OrderedDict()
+#: The lowering cache lives on each jaxpr (``jaxpr_store``): its entries die
+#: with the jaxpr, i.e. with the tracing-cache entry of the function it came
+#: from, while live functions with the same jaxpr share them. The bound is
+#: per jaxpr (placements of one jaxpr); past it that jaxpr's lowerings start over.
+_LOWER_CACHE_SIZE = 64
+#: This cache's own first key part in the jaxpr's store (a generation number
+#: follows it, bumped by ``clear_program_caches``).
+_LOWER_TAG = object()
+_lower_generation = [0]
 _lock = threading.Lock()
 stats = {"lowerings": 0, "compilations": 0}
 
 
 def clear_program_caches() -> None:
     with _lock:
-        _lower_cache.clear()
+        _lower_generation[0] += 1
 
 
 def _describe_fun(name: str) -> str:
@@ -184,13 +190,13 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
     donated = tuple(bool(d) for d in donated_invars)
     if device is None:
         device = default_device()
-    key = (id(jaxpr.jaxpr), tuple(id(c) for c in jaxpr.consts), in_sh, out_sh, donated,
-           name, bool(keep_unused), compiler_options_kvs, platforms, bool(committed), device)
-    with _lock:
-        hit = _lower_cache.get(key)
-        if hit is not None and hit[0] is jaxpr.jaxpr:
-            _lower_cache.move_to_end(key)
-            return hit[1]
+    key = (_LOWER_TAG, _lower_generation[0], tuple(id(c) for c in jaxpr.consts), in_sh, out_sh,
+           donated, name, bool(keep_unused), compiler_options_kvs, platforms, bool(committed),
+           device)
+    store = jaxpr_store(jaxpr.jaxpr)
+    hit = store.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], jaxpr.consts)):
+        return hit[1]  # type: ignore[no-any-return]
     _explain_lowering_miss(jaxpr, key, name)
     start = time.perf_counter()
     program = _lower(jaxpr, in_sh, out_sh, donated, name, bool(keep_unused),
@@ -198,13 +204,16 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
     log_cost("lowering", _describe_fun(name), time.perf_counter() - start)
     stats["lowerings"] += 1
     with _lock:
-        _lower_cache[key] = (jaxpr.jaxpr, program)
-        if len(_lower_cache) > _LOWER_CACHE_SIZE:
-            _lower_cache.popitem(last=False)
+        mine = [k for k in store if k[0] is _LOWER_TAG]
+        full = len(mine) >= _LOWER_CACHE_SIZE
+        for k in mine:
+            if full or k[1] != key[1]:  # over the bound, or left from before a clear
+                store.pop(k, None)
+        store[key] = (tuple(jaxpr.consts), program)
     return program
 
 
-_KEY_PARTS = ("jaxpr", "consts", "input shardings", "output shardings", "donated arguments",
+_KEY_PARTS = ("cache", "generation", "consts", "input shardings", "output shardings", "donated arguments",
               "name", "keep_unused", "compiler options", "platforms", "committedness",
               "device")
 
@@ -213,8 +222,8 @@ def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) 
     if not explain_cache_misses_enabled():
         return
     with _lock:
-        same: list[tuple[Any, ...]] = [k for k, (j, _) in _lower_cache.items()  # type: ignore[misc]
-                                       if j is jaxpr.jaxpr]
+        same: list[tuple[Any, ...]] = [k for k in jaxpr_store(jaxpr.jaxpr)
+                                       if k[0] is _LOWER_TAG and k[1] == key[1]]
     if not same:
         explain_miss("lowering", _describe_fun(name),
                      ["never lowered this jaxpr (a new trace) before"])

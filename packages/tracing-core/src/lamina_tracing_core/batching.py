@@ -77,15 +77,22 @@ def matchaxis(src: int | None, dst: int | None, x: Any, size: int) -> Any:
 
 
 class BatchTracer(Tracer):
-    """A batched value: ``val`` with the batch axis at ``batch_dim``."""
+    """A batched value: ``val`` with the batch axis at ``batch_dim``.
 
-    __slots__ = ("val", "batch_dim", "_aval")
+    For error messages it also carries ``deps``, a bit mask over the flat
+    arguments of the vmapped function (bit ``i``: the value depends on
+    argument ``i``), and where it was created (``source_info``)."""
 
-    def __init__(self, trace: Trace, val: Any, batch_dim: int | None):
+    __slots__ = ("val", "batch_dim", "_aval", "deps", "source_info")
+
+    def __init__(self, trace: Trace, val: Any, batch_dim: int | None, deps: int = 0,
+                 source_info: _si.SourceInfo | None = None):
         self._trace = trace
         self.val = val
         self.batch_dim = batch_dim
         self._aval: ShapedArray | None = None
+        self.deps = deps
+        self.source_info = source_info
 
     @property
     def aval(self) -> ShapedArray:
@@ -104,13 +111,44 @@ class BatchTracer(Tracer):
 
     def _origin_message(self) -> str:
         main = self._trace.main
-        return (f"The error occurred while tracing {main.describe_function()}: the value "
-                f"is batched (it differs across the vmapped axis), so it has no single "
-                f"concrete value.")
+        message = (f"The error occurred while tracing {main.describe_function()}: the value "
+                   f"is batched (it differs across the vmapped axis), so it has no single "
+                   f"concrete value.")
+        names = _argument_names(main.debug_info, self.deps)
+        if len(names) == 1:
+            message += (f" It is batched because it depends on the value of the argument "
+                        f"{names[0]}.")
+        elif names:
+            message += (f" It is batched because it depends on the values of the arguments "
+                        f"{_english_list(names)}.")
+        where = self._origin_source_info()
+        frame = where.frame if where is not None else None
+        if frame is not None:
+            message += (f"\nThis BatchTracer was created on line:\n  {frame.file_name}:"
+                        f"{frame.line} ({frame.function_name})")
+        return message
 
     def _origin_source_info(self) -> Any:
+        if self.source_info is not None:
+            return self.source_info
         val = self.val
         return val._origin_source_info() if isinstance(val, Tracer) else None
+
+
+def _argument_names(debug_info: Any, deps: int) -> list[str]:
+    """The names of the arguments whose bits are set in ``deps`` (those known)."""
+    arg_names = getattr(debug_info, "arg_names", None)
+    if not deps or not arg_names:
+        return []
+    return [name for i, name in enumerate(arg_names)
+            if deps >> i & 1 and name is not None]
+
+
+def _english_list(names: list[str]) -> str:
+    """``x and y``; ``x, y, and z`` (the wording of jit's message)."""
+    if len(names) == 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + ", and " + names[-1]
 
 
 class BatchTrace(Trace):
@@ -143,9 +181,15 @@ class BatchTrace(Trace):
                 raise MissingRuleError(
                     f"Batching rule for '{primitive.name}' not implemented")
             out, out_dims = rule(vals, dims, **params)
+        deps = 0
+        for t in tracers:
+            deps |= t.deps
+        # a traced ``val`` knows its own line (see ``_origin_source_info``)
+        first = out[0] if primitive.multiple_results and out else out
+        src = None if isinstance(first, Tracer) else _si.current_source_info()
         if primitive.multiple_results:
-            return [BatchTracer(self, x, d) for x, d in zip(out, out_dims)]
-        return BatchTracer(self, out, out_dims)
+            return [BatchTracer(self, x, d, deps, src) for x, d in zip(out, out_dims)]
+        return BatchTracer(self, out, out_dims, deps, src)
 
     def process_map(self, primitive: core.MapPrimitive, fun: WrappedFun, tracers: list[Any],
                     params: dict[str, Any]) -> list[Any]:
@@ -370,8 +414,8 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
         else:
             ctx = _null_context()
         with ctx, _si.transform_name_stack("vmap", debug_info):
-            in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
-                          for x, d in zip(args, in_dims)]
+            in_tracers = [BatchTracer(trace, x, d, 1 << i) if d is not not_mapped else x
+                          for i, (x, d) in enumerate(zip(args, in_dims))]
             outs = inner(*in_tracers)
             out_tracers = [trace.full_raise(o) for o in outs]
         try:

@@ -10,6 +10,12 @@ Every new jaxpr (``trace_to_jaxpr_dynamic``: ``make_jaxpr``, ``jit``, control
 flow bodies, ``checkpoint``) starts from an empty stack, so the equations of
 an inner jaxpr carry only what happened inside it; the lowering prefixes the
 path of the enclosing equations (``jit(f)/jvp(f)/cond/branch_0_fun/sin``).
+
+The user frame is captured raw at trace time: its code object and bytecode
+offset (``f_lasti``), plus, while ``include_full_tracebacks_in_locations`` is
+on, the same pair for each enclosing user frame (innermost first, at most
+``TRACEBACK_IN_LOCATIONS_LIMIT`` frames). Columns and call-site chains are
+computed from them only when a location is built (``frame_position``).
 """
 
 from __future__ import annotations
@@ -24,11 +30,40 @@ from typing import Any
 
 import lamina_linear_util
 
-#: Files under these directories are lamina's own, never "the user's line".
-#: (Modules of the packages ``lamina`` and ``lamina_*`` are recognized by
-#: name too, so every layer is skipped without registering.)
+#: Files under these directories are library code, never "the user's line".
+#: (Modules of the packages ``lamina``, ``lamina_*`` and ``jaxlib`` are
+#: recognized by name too, so every layer is skipped without registering.)
 _internal_dirs: list[str] = [
     os.path.dirname(os.path.abspath(f)) + os.sep for f in (__file__, lamina_linear_util.__file__)]
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+#: Whether locations carry the chain of enclosing user frames
+#: (``callsite("g"(...) at "f"(...))``) and column ranges; off, an op's
+#: location is its innermost user line and start column, which XLA turns into
+#: ``source_file``/``source_line`` metadata. ``LAMINA_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS``
+#: gives the initial value.
+_full_tracebacks: bool = _env_flag("LAMINA_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS", False)
+
+#: At most this many user frames are recorded per equation.
+TRACEBACK_IN_LOCATIONS_LIMIT = 10
+
+
+def include_full_tracebacks_in_locations() -> bool:
+    return _full_tracebacks
+
+
+def set_include_full_tracebacks_in_locations(on: bool) -> None:
+    """Equations traced afterwards record their enclosing user frames, and
+    lowerings afterwards emit call-site chains."""
+    global _full_tracebacks
+    _full_tracebacks = bool(on)
 
 
 def register_internal_directory(path: str) -> None:
@@ -42,19 +77,33 @@ def register_internal_directory(path: str) -> None:
         _internal_file_cache.clear()
 
 
+#: A raw frame: its code object and bytecode offset.
+RawFrame = tuple[Any, int]
+
+
 class Frame:
-    """A user source line: file, line, function (an immutable value)."""
+    """A user source line: file, line, function (an immutable value).
 
-    __slots__ = ("file_name", "line", "function_name", "column")
+    A frame captured while tracing also holds its raw form: ``code`` and
+    ``lasti`` (its column range is derived from them on demand, see
+    ``frame_position``) and ``callers``, the raw enclosing user frames,
+    innermost first (empty unless full tracebacks were on)."""
 
-    def __init__(self, file_name: str, line: int, function_name: str, column: int = 0):
+    __slots__ = ("file_name", "line", "function_name", "column", "code", "lasti", "callers")
+
+    def __init__(self, file_name: str, line: int, function_name: str, column: int = 0,
+                 code: Any = None, lasti: int = -1, callers: tuple[RawFrame, ...] = ()):
         self.file_name = file_name
         self.line = line
         self.function_name = function_name
         self.column = column
+        self.code = code
+        self.lasti = lasti
+        self.callers = callers
 
-    def _key(self) -> tuple[str, int, str, int]:
-        return (self.file_name, self.line, self.function_name, self.column)
+    def _key(self) -> tuple[Any, ...]:
+        return (self.file_name, self.line, self.function_name, self.column, self.lasti,
+                self.callers)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Frame) and self._key() == other._key()
@@ -171,7 +220,7 @@ def _is_lamina_module(module_name: object) -> bool:
     if not isinstance(module_name, str) or module_name in _user_modules:
         return False
     top = module_name.partition(".")[0]
-    return top == "lamina" or top.startswith("lamina_")
+    return top in ("lamina", "jaxlib") or top.startswith("lamina_")
 
 
 def _is_internal(file_name: str, module_name: object = None) -> bool:
@@ -194,9 +243,58 @@ def user_frame() -> Frame | None:
         if internal is None:
             internal = _is_internal(file_name, frame.f_globals.get("__name__"))
         if not internal:
-            return Frame(file_name, frame.f_lineno, code.co_name)
+            return Frame(file_name, frame.f_lineno, code.co_name, 0, code, frame.f_lasti)
         frame = frame.f_back
     return None
+
+
+def _user_callers(frame: Any) -> tuple[RawFrame, ...]:
+    """The raw user frames enclosing ``frame`` (innermost first, limited)."""
+    out: list[RawFrame] = []
+    cache = _internal_file_cache
+    limit = TRACEBACK_IN_LOCATIONS_LIMIT - 1
+    frame = frame.f_back
+    while frame is not None and len(out) < limit:
+        code = frame.f_code
+        internal = cache.get(code.co_filename)
+        if internal is None:
+            internal = _is_internal(code.co_filename, frame.f_globals.get("__name__"))
+        if not internal:
+            out.append((code, frame.f_lasti))
+        frame = frame.f_back
+    return tuple(out)
+
+
+#: id(code object) -> (the code object, its positions, one per code unit).
+_positions: dict[int, tuple[Any, list[tuple[int | None, int | None, int | None, int | None]]]] = {}
+
+
+def raw_frame_position(code: Any, lasti: int, line: int = 0) -> tuple[int, int, int, int]:
+    """``(line, end_line, column, end_column)`` of the instruction at ``lasti``
+    in ``code`` (columns 0-based, the end exclusive), from the code object's
+    position table; missing parts fall back to ``line`` and column 0."""
+    known = _positions.get(id(code))
+    if known is None or known[0] is not code:
+        known = _positions[id(code)] = (code, list(code.co_positions()))
+    table = known[1]
+    index = lasti // 2
+    if 0 <= index < len(table):
+        start, end, col, end_col = table[index]
+    else:
+        start = end = col = end_col = None
+    start = line if start is None else start
+    end = start if end is None else end
+    col = 0 if col is None else col
+    end_col = col if end_col is None else end_col
+    return start, end, col, end_col
+
+
+def frame_position(frame: Frame) -> tuple[int, int, int, int]:
+    """``(line, end_line, column, end_column)`` of a frame: from its code
+    object when captured while tracing, else its line and column."""
+    if frame.code is None or frame.lasti < 0:
+        return frame.line, frame.line, frame.column, frame.column
+    return raw_frame_position(frame.code, frame.lasti, frame.line)
 
 
 #: (id of a code object, bytecode offset) -> (the code object, name stack,
@@ -204,6 +302,11 @@ def user_frame() -> Frame | None:
 #: stack (every equation of one call site shares it; holding the code object
 #: keeps its id unique while the entry lives).
 _source_infos: dict[tuple[int, int], tuple[Any, NameStack, SourceInfo]] = {}
+#: The same, with full tracebacks on: the entry also holds the enclosing user
+#: frames, which must match too (one line reached through different callers
+#: gets different chains).
+_traceback_source_infos: dict[
+    tuple[int, int], tuple[Any, NameStack, SourceInfo, tuple[RawFrame, ...]]] = {}
 _MAX_SOURCE_INFOS = 4096
 
 
@@ -227,15 +330,36 @@ def current_source_info() -> SourceInfo:
     name_stack = state.name_stack
     if frame is None:
         return SourceInfo(None, name_stack)
+    if _full_tracebacks:
+        return _source_info_with_callers(frame, code, name_stack)
     # keyed by the bytecode offset: cheaper to read than the line number
     key = (id(code), frame.f_lasti)
     known = _source_infos.get(key)
     if known is not None and known[0] is code and known[1] is name_stack:
         return known[2]
-    info = SourceInfo(Frame(code.co_filename, frame.f_lineno, code.co_name), name_stack)
+    info = SourceInfo(Frame(code.co_filename, frame.f_lineno, code.co_name, 0, code,
+                            frame.f_lasti), name_stack)
     if len(_source_infos) >= _MAX_SOURCE_INFOS:
         _source_infos.clear()
     _source_infos[key] = (code, name_stack, info)
+    return info
+
+
+def _source_info_with_callers(frame: Any, code: Any, name_stack: NameStack) -> SourceInfo:
+    """``current_source_info`` with full tracebacks on: the user frame also
+    records its enclosing user frames."""
+    lasti = frame.f_lasti
+    key = (id(code), lasti)
+    callers = _user_callers(frame)
+    known = _traceback_source_infos.get(key)
+    if (known is not None and known[0] is code and known[1] is name_stack
+            and known[3] == callers):
+        return known[2]
+    info = SourceInfo(Frame(code.co_filename, frame.f_lineno, code.co_name, 0, code, lasti,
+                            callers), name_stack)
+    if len(_traceback_source_infos) >= _MAX_SOURCE_INFOS:
+        _traceback_source_infos.clear()
+    _traceback_source_infos[key] = (code, name_stack, info, callers)
     return info
 
 
