@@ -176,14 +176,17 @@ def _flat_shardings(info: JitInfo, in_tree: Any, names: Sequence[str | None],
     except ValueError:
         raise ValueError(_prefix_error(info, args_tree)) from None
     flat = positional + ([info.in_shardings] * n_kw_leaves if n_kw_leaves else [])
-    out = []
-    for s, name, aval in zip(flat, names, avals):
-        where = f"{desc}: in_shardings entry of argument {name}"
-        s = resolve_leaf(s, where=where)
-        if not is_unspecified(s):
-            check_sharding_fits(s, aval, where)
-        out.append(s)
-    return tuple(out)
+    return tuple(_checked_sharding(s, aval, f"{desc}: in_shardings entry of argument {name}")
+                 for s, name, aval in zip(flat, names, avals))
+
+
+def _checked_sharding(spec: Any, aval: ShapedArray, where: str) -> Any:
+    """A user's sharding entry resolved to a sharding (or UNSPECIFIED) and
+    checked to fit ``aval``; errors say ``where``."""
+    sharding = resolve_leaf(spec, where=where)
+    if not is_unspecified(sharding):
+        check_sharding_fits(sharding, aval, where)
+    return sharding
 
 
 def _is_single_leaf(tree: Any) -> bool:
@@ -234,14 +237,8 @@ def _flat_out_shardings(info: JitInfo, out_tree: Any, out_avals: Sequence[Shaped
     except ValueError as e:
         raise ValueError(f"{desc}: out_shardings must be a tree prefix of the function's "
                          f"output {out_tree}: {e}") from None
-    out = []
-    for s, path, aval in zip(flat, paths, out_avals):
-        where = f"{desc}: out_shardings entry of {path or 'a result'}"
-        s = resolve_leaf(s, where=where)
-        if not is_unspecified(s):
-            check_sharding_fits(s, aval, where)
-        out.append(s)
-    return tuple(out)
+    return tuple(_checked_sharding(s, aval, f"{desc}: out_shardings entry of {path or 'a result'}")
+                 for s, path, aval in zip(flat, paths, out_avals))
 
 
 def infer_params(info: JitInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PjitParams:

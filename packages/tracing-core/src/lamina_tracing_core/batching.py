@@ -418,11 +418,12 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
                           for i, (x, d) in enumerate(zip(args, in_dims))]
             outs = inner(*in_tracers)
             out_tracers = [trace.full_raise(o) for o in outs]
-        try:
-            for t in out_tracers:
-                t.aval  # noqa: B018 - an output that is not an array fails here
-        except InvalidInputError:
-            raise core.invalid_output_error(debug_info, outs) from None
+        for t in out_tracers:
+            if t.batch_dim is None:  # batched values come from primitives: always arrays
+                try:
+                    get_aval(t.val)
+                except InvalidInputError:
+                    raise core.invalid_output_error(debug_info, outs) from None
         dests = tuple(out_dim_dests())
         results = []
         for i, (t, dest) in enumerate(zip(out_tracers, dests)):
