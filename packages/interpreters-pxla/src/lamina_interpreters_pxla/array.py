@@ -26,6 +26,7 @@ from lamina_interpreters_pxla._jaxlib import (
     JaxRuntimeError,
     _jax,
 )
+from lamina_interpreters_pxla import buffer_use
 from lamina_interpreters_pxla.backends import default_device
 from lamina_interpreters_pxla.buffers import ALWAYS_COPY, put_host_value, shard_impls, to_host
 from lamina_interpreters_pxla.donation import DeletedArrayError as DeletedArrayError
@@ -195,8 +196,9 @@ class Array(ArrayMethods):
         return bool(self._arr.is_ready())
 
     def delete(self) -> None:
-        """Frees the device buffers now; any later use is an error."""
-        self._arr.delete()
+        """Frees the device buffers now (once calls that read them in other
+        threads finish); any later use is an error."""
+        buffer_use.delete(self._arr)
         self._npy = None
 
     def is_deleted(self) -> bool:

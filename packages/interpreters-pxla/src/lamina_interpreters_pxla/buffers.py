@@ -36,6 +36,7 @@ from lamina_interpreters_pxla._jaxlib import (
     JaxRuntimeError,
     _jax,
 )
+from lamina_interpreters_pxla import buffer_use
 from lamina_interpreters_pxla.donation import (
     DeletedArrayError,
     deleted_argument_error,
@@ -93,9 +94,14 @@ def _batched_device_put(aval: ShapedArray, sharding: Any, shards: list[Any],
 
 def _batched_copy(impls: list[ArrayImpl], device_lists: list[DeviceList],
                   shardings: list[Any], semantics: list[Any]) -> list[ArrayImpl]:
-    out: list[ArrayImpl] = _jax.batched_copy_array_to_devices_with_sharding(
-        impls, device_lists, shardings, semantics)
+    out: list[ArrayImpl] = buffer_use.run_using(
+        impls, _source_label, lambda: _jax.batched_copy_array_to_devices_with_sharding(
+            impls, device_lists, shardings, semantics))
     return out
+
+
+def _source_label(i: int) -> str:
+    return f"copy of source {i}"
 
 
 # --- host values --------------------------------------------------------------
@@ -399,7 +405,7 @@ def _run_copy_group(plans: list[_Plan], results: list[Any], what: str) -> None:
 
 def _donate(impl: ArrayImpl, what: str) -> None:
     record_donation(impl, what)
-    impl.delete()
+    buffer_use.delete(impl)
 
 
 def _keeps_layout(impl: ArrayImpl, dst: Any, cs: Any, committed: bool, layout: Any) -> bool:
@@ -457,8 +463,15 @@ class LayoutError(ValueError):
     """A layout the backend cannot produce for a value."""
 
 
-def to_host(impl: ArrayImpl) -> np.ndarray[Any, Any]:
-    """The data of ``impl`` as a read-only numpy array (one host copy)."""
+def to_host(impl: ArrayImpl, what: str | None = None) -> np.ndarray[Any, Any]:
+    """The data of ``impl`` as a read-only numpy array (one host copy);
+    raises DeletedArrayError (naming ``what``) if it is deleted."""
+    out: np.ndarray[Any, Any] = buffer_use.run_using(
+        [impl], lambda _: what or "", lambda: _copy_to_host(impl))
+    return out
+
+
+def _copy_to_host(impl: ArrayImpl) -> np.ndarray[Any, Any]:
     sharding = impl._sharding
     if sharding.num_devices == 1:
         npy, _ = impl._single_device_array_to_np_array_did_copy()

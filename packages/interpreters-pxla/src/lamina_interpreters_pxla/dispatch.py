@@ -45,6 +45,7 @@ from lamina_interpreters_pxla.array import (
     place_host_value,
 )
 from lamina_interpreters_pxla.backends import default_device, lowering_platform
+from lamina_interpreters_pxla import buffer_use
 from lamina_interpreters_pxla.donation import deleted_argument_error
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
@@ -64,7 +65,7 @@ from lamina_interpreters_pxla.sharding import (
 from lamina_interpreters_pxla.transfer import put_host_value, shard_args
 from lamina_mlir_lowering import lower_jaxpr_to_module
 from lamina_tracing_core import core, dtypes, primitives
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.base_primitives import convert_element_type_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
 from lamina_tracing_core.primitives import Primitive
@@ -137,21 +138,22 @@ class _Entry:
             for i, kind in enumerate(self.kinds):
                 x = args[i]
                 if kind == _IN_PLACE:
-                    impl = x._arr
-                    if impl.is_deleted():
-                        raise DeletedArrayError(deleted_message(
-                            impl, f"{self.name}: argument {i}"))
-                    impls.append(impl)
+                    impls.append(x._arr)
                 else:
                     impls.append(self._scalar(i, x))
         else:
             impls = self._prepare(args)
+        name = self.name
+        # checks deletion too, atomically with another thread's delete
+        buffer_use.using(impls, lambda i: f"{name}: argument {i}")
         try:
             results = self.loaded.execute_sharded(impls)
         except JaxRuntimeError as e:
-            name = self.name
+            # a donation by jaxlib's C++ path, which lamina does not see
             raise (deleted_argument_error(impls, lambda i: f"{name}: argument {i}")
                    or runtime_error(self.executable, e)) from e
+        finally:
+            buffer_use.done_using(impls)
         outs = results.consume_with_handlers(self.handlers)
         if self.multiple_results:
             return [Array(o) for o in outs]
@@ -339,6 +341,9 @@ def _operand_aval(prim: Primitive, i: int, x: Any) -> ShapedArray:
     except TypeError as e:
         raise TypeError(f"{prim.name}: argument {i} ({type(x).__name__}) is not a valid "
                         f"lamina array: {e}") from e
+    if has_no_value(x):  # a ShapeDtypeStruct: JAX's wording, which code matches on
+        raise TypeError(f"Argument '{prim.name}: argument {i}' of shape {aval.str_long()} of "
+                        f"type {type(x)} is not a valid JAX type.")
     if not dtypes.is_valid_array_dtype(aval.dtype):
         raise TypeError(f"{prim.name}: argument {i} has dtype {aval.dtype}, which is not a "
                         "valid lamina array type")

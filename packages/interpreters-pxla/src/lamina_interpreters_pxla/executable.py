@@ -27,6 +27,7 @@ from lamina_interpreters_pxla._jaxlib import (
     xc,
 )
 from lamina_interpreters_pxla.array import Array, deleted_message, record_donation
+from lamina_interpreters_pxla import buffer_use
 from lamina_interpreters_pxla.donation import DeletedArrayError, deleted_argument_error
 from lamina_interpreters_pxla.backends import device_list
 from lamina_interpreters_pxla.compiler import BuildOptions as BuildOptions
@@ -111,6 +112,9 @@ class Executable:
         self._handlers = [result_handler(a, s, c) for a, s, c in
                           zip(self.out_avals, self.out_shardings, self.out_committed)]
         self._any_donated = any(self.donated_invars)
+        #: per kept argument, whether it is donated (None: none is)
+        self._donated_kept = ([self.donated_invars[i] for i in self.kept_var_idx]
+                              if self._any_donated else None)
 
     # -- construction checks ----------------------------------------------------
     def _check_signature(self) -> None:
@@ -237,13 +241,18 @@ class Executable:
     def execute(self, impls: list[ArrayImpl]) -> list[ArrayImpl]:
         """Runs the program on prepared single-program arguments (from
         :meth:`prepare_args`); handles donation bookkeeping."""
+        def subject(pos: int) -> str:
+            return f"{self.name}: argument {self._arg_label(self.kept_var_idx[pos])}"
+
+        # another thread may have deleted or donated an argument since the checks
+        buffer_use.using(impls, subject, self._donated_kept)
         try:
             results = self.loaded.execute_sharded(impls)
         except JaxRuntimeError as e:
-            # an argument deleted or donated by another thread since the checks
-            raise (deleted_argument_error(impls, lambda pos: f"{self.name}: argument "
-                                          f"{self._arg_label(self.kept_var_idx[pos])}")
-                   or runtime_error(self, e)) from e
+            # a donation by jaxlib's C++ path, which lamina does not see
+            raise deleted_argument_error(impls, subject) or runtime_error(self, e) from e
+        finally:
+            buffer_use.done_using(impls, self._donated_kept)
         outs: list[ArrayImpl] = results.consume_with_handlers(self._handlers)
         if self._any_donated:
             self._after_donation(impls)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from lamina_interpreters_pxla import buffer_use
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device, JaxRuntimeError, LoadedExecutable
 from lamina_interpreters_pxla.compiler import BuildOptions, compile_module, result_handler
 from lamina_tracing_core import dtypes
@@ -87,10 +88,13 @@ class IdentityProgram:
         self.handler = result_handler(aval, out_sharding, committed)
 
     def run(self, impl: ArrayImpl) -> ArrayImpl:
+        buffer_use.using([impl], lambda _: self.name)
         try:
             results = self.loaded.execute_sharded([impl])
         except JaxRuntimeError as e:
             raise type(e)(f"{self.name}: {e}") from e
+        finally:
+            buffer_use.done_using([impl])
         out: ArrayImpl = results.consume_with_handlers([self.handler])[0]
         return out
 

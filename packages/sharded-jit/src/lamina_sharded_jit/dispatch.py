@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from lamina_interpreters_pxla.array import Array, record_donation
+from lamina_interpreters_pxla import buffer_use
+from lamina_interpreters_pxla.array import Array, DeletedArrayError, record_donation
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.transfer import shard_args
 from lamina_tracing_core import core, dtypes
@@ -70,7 +71,7 @@ class FastEntry:
     """One compiled signature of a jitted function (see the module docstring)."""
 
     __slots__ = ("expected", "avals", "shardings", "committed", "n", "kept", "loaded",
-                 "handlers", "out_tree", "donated_kept", "name", "x64", "executable",
+                 "handlers", "out_tree", "donated_kept", "donated_mask", "name", "x64", "executable",
                  "single_out", "aval0", "sharding0", "committed0")
 
     def __init__(self, *, avals: Sequence[ShapedArray], shardings: Sequence[Any],
@@ -91,6 +92,7 @@ class FastEntry:
         self.handlers = compiled.handlers
         self.out_tree = out_tree
         self.donated_kept = tuple(pos for pos, i in enumerate(kept) if donated[i])
+        self.donated_mask = [bool(donated[i]) for i in kept] if self.donated_kept else None
         self.name = name
         self.x64 = _x64_state.enabled
         self.single_out = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
@@ -142,9 +144,16 @@ class FastEntry:
         if self.kept is not None:
             impls = [impls[i] for i in self.kept]
         try:
+            # another thread may delete or donate an argument meanwhile
+            buffer_use.using(impls, str, self.donated_mask)
+        except DeletedArrayError:
+            return MISS  # the full path names the argument
+        try:
             results = self.loaded.execute_sharded(impls)
         except Exception:
             return MISS
+        finally:
+            buffer_use.done_using(impls, self.donated_mask)
         outs = results.consume_with_handlers(self.handlers)
         if self.donated_kept:
             self._record_donations(impls)
