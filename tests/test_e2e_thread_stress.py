@@ -114,3 +114,23 @@ def test_threads_deleting_and_donating_never_crash_a_dispatch_path():
         assert counts["ok"] > 0, (path, counts)
     # the race was exercised: deletes and donations did hit readers
     assert sum(c.get("deleted", 0) + c.get("jaxlib", 0) for c in report.values()) > 0
+
+
+def test_donating_an_argument_passed_twice_is_an_error_not_a_hang():
+    script = """
+        import numpy as np
+        import lamina as lx
+        f = lx.jit(lambda a, b: a + b, donate_argnums=0)
+        x = lx.device_put(np.ones(4, np.float32))
+        f(lx.device_put(np.ones(4, np.float32)), x)  # compiled, on the fast path
+        for _ in range(2):
+            try:
+                f(x, x)
+            except ValueError as e:
+                assert "the same buffer is passed as arguments 'a' and 'b'" in str(e), e
+            else:
+                raise AssertionError("no error")
+        assert not x.is_deleted()
+        """
+    proc = run_python(sys.executable, script, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -178,3 +178,16 @@ def test_deleting_twice_from_two_threads() -> None:
     assert x.is_deleted()
     # nothing is left marked
     assert not buffer_use._readers and not buffer_use._ending
+
+
+def test_a_call_donating_a_buffer_it_also_reads_does_not_wait_for_itself() -> None:
+    # jit(f, donate_argnums=0)(x, x): the runtime rejects it with a named
+    # error; the guard must not wait for the call's own read of x
+    x = px.device_put(np.ones(4, np.float32))
+    impl = x._arr
+    for donated in ([True, False], [False, True], [True, True]):
+        call = _OtherThread(lambda: buffer_use.using([impl, impl], str, donated=donated))
+        call.start_and_wait()
+        assert call.ran_meanwhile is True, donated
+        buffer_use.done_using([impl, impl], donated=donated)
+    assert not buffer_use._readers and not buffer_use._ending

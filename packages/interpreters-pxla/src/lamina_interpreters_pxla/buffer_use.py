@@ -59,6 +59,7 @@ def using(impls: Sequence[ArrayImpl], subject: Callable[[int], str],
                 readers[key] = readers.get(key, 0) + 1
             return
         claimed = []
+        own: dict[int, int] = {}  # this call's own reads of a buffer it donates too
         for impl, claim in zip(impls, donated):
             key = id(impl)
             if claim:
@@ -66,7 +67,9 @@ def using(impls: Sequence[ArrayImpl], subject: Callable[[int], str],
                 claimed.append(key)
             else:
                 readers[key] = readers.get(key, 0) + 1
-        while any(key in readers for key in claimed):
+                own[key] = own.get(key, 0) + 1
+        # (the runtime rejects a buffer both donated and read; never wait for oneself)
+        while any(readers.get(key, 0) > own.get(key, 0) for key in claimed):
             _changed.wait()
 
 
