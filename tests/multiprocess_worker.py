@@ -12,6 +12,9 @@
   wait at a barrier with a short timeout and report the error they get.
 - ``mismatch``: the processes disagree on ``num_processes``; both must say so.
 - ``errors``: a single process checks ``initialize``'s errors.
+- ``lost_peer``: process 1 dies without a launcher; process 0 must get
+  ``ProcessLostError`` naming it (a 3 s heartbeat timeout).
+- ``duplicate_id``: both processes are given ``process_id=0``.
 
 Several checks share one run because each run pays for importing jaxlib and
 creating the clients in every process.
@@ -270,6 +273,14 @@ def errors(out_dir: str) -> None:
     dist.initialize(f"127.0.0.1:{port}", 1, 0, initialization_timeout=30)
     expect("should only be called once", coordinator_address=f"127.0.0.1:{port}",
            num_processes=1, process_id=0)
+    from lamina.distributed import runtime
+    try:  # a second process claiming the id this one holds
+        runtime._claim_process_id(dist.distributed_client(), f"127.0.0.1:{port}", 0)
+    except dist.DistributedError as e:
+        assert "process_id 0 is a duplicate: it was already taken by" in str(e), str(e)
+        print(f"error ok: {e}", flush=True)
+    else:
+        raise AssertionError("a second claim of process_id 0 was accepted")
     import lamina as lx
     assert lx.process_count() == 1 and lx.device_count() == 4
     dist.shutdown()
@@ -279,8 +290,52 @@ def errors(out_dir: str) -> None:
     print(f"unreachable coordinator failed after {took:.1f}s", flush=True)
 
 
+def lost_peer(out_dir: str) -> None:
+    """Process 1 dies (no launcher to stop the rest); process 0 keeps running
+    Python code and must get ``ProcessLostError`` naming process 1."""
+    import lamina.distributed as dist
+
+    dist.initialize(initialization_timeout=60, heartbeat_timeout_seconds=3)
+    from lamina import multihost_utils
+
+    pid = int(os.environ["LAMINA_PROCESS_ID"])
+    multihost_utils.sync_global_devices("both joined", timeout_seconds=30)
+    if pid == 1:
+        print("process 1 dies", flush=True)
+        os._exit(5)
+    start = time.monotonic()
+    try:
+        while time.monotonic() - start < 20:
+            time.sleep(0.05)
+    except dist.ProcessLostError as e:
+        print(f"process 0 caught {type(e).__name__} after {time.monotonic() - start:.1f}s: "
+              f"{e}", flush=True)
+        try:
+            multihost_utils.sync_global_devices("after the loss", timeout_seconds=30)
+        except multihost_utils.ProcessSyncError as sync_error:
+            print(f"then sync_global_devices: {sync_error}", flush=True)
+        return
+    raise AssertionError("process 0 was not told that process 1 was lost")
+
+
+def duplicate_id(out_dir: str) -> None:
+    """Both processes claim process_id=0; the second one started must say so."""
+    import lamina.distributed as dist
+
+    started_as = int(os.environ["LAMINA_PROCESS_ID"])
+    if started_as == 1:
+        time.sleep(2)  # the first one has started the service by now
+    try:
+        dist.initialize(process_id=0, initialization_timeout=6)
+    except dist.DistributedError as e:
+        print(f"process started as {started_as} caught: {e}", flush=True)
+        return
+    raise AssertionError("initialize accepted a duplicate process_id")
+
+
 SCENARIOS: dict[str, Callable[[str], None]] = {
     "checks": checks, "exit_early": exit_early, "mismatch": mismatch, "errors": errors,
+    "lost_peer": lost_peer, "duplicate_id": duplicate_id,
 }
 
 if __name__ == "__main__":

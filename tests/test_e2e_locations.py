@@ -133,3 +133,23 @@ def test_argument_names_and_locations_are_unchanged(full: bool) -> None:
         config.update("include_full_tracebacks_in_locations", before)
     assert re.search(r'%arg0: tensor<\d+xf32> \{jax\.arg_info = "x"\} loc\("x"\)', text), text
     assert re.search(r'%arg1: tensor<\d+xf32> \{jax\.arg_info = "y"\} loc\("y"\)', text), text
+
+
+def test_flipping_the_switch_retraces_instead_of_reusing_a_lowering() -> None:
+    """The switch is part of the tracing-cache key: one jitted function lowered
+    for one shape with the switch off, on and off again gets each setting's
+    locations (a jaxpr traced with it off has no callers to chain)."""
+    jitted = lx.jit(_f)
+    x = np.ones(11, np.float32)
+    before = config.read("include_full_tracebacks_in_locations")
+    try:
+        off = jitted.lower(x).as_text(debug_info=True)
+        config.update("include_full_tracebacks_in_locations", True)
+        on = jitted.lower(x).as_text(debug_info=True)
+        config.update("include_full_tracebacks_in_locations", False)
+        off_again = jitted.lower(x).as_text(debug_info=True)
+    finally:
+        config.update("include_full_tracebacks_in_locations", before)
+    assert "callsite" not in off and "callsite" not in off_again
+    assert 'at callsite("_f"(' in _op_loc(on, "sine"), on
+    assert off_again == off

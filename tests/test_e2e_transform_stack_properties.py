@@ -261,24 +261,7 @@ def op_locations(text: str) -> list[tuple[str, str]]:
     return ops
 
 
-LINE_BUG = ("a known bug: lowering a pmap equation of jvp/vjp inside jit emits a "
-            "stablehlo.broadcast_in_dim (and its constant) that is in no jaxpr equation, under "
-            "'jvp(...)/xla_pmap/per_replica/broadcast_in_dim'; it takes the line of the call "
-            "that lowers (jitted(...) or .lower(...)), not a line of the user's code")
-
-
-def has_line_bug(stack: list[str]) -> bool:
-    """The stacks that hit ``LINE_BUG``: a vjp of a pmap, or a pmap closing
-    over tracers under grad, jvp or vjp."""
-    if "vjp_pmap_unused" in stack:
-        return True
-    if "pmap_closure" in stack:
-        i = stack.index("pmap_closure")
-        return any(w in ("grad", "jvp", "vjp") for w in stack[i + 1:])
-    return False
-
-
-def check_stack(stack: list[str], args: tuple[Any, ...], lines: bool = True) -> None:
+def check_stack(stack: list[str], args: tuple[Any, ...]) -> None:
     fun = build(stack, len(args))
     closed = lx.make_jaxpr(fun)(*args)
     validate_jaxpr_debug_info(closed, recursive=True)
@@ -299,8 +282,6 @@ def check_stack(stack: list[str], args: tuple[Any, ...], lines: bool = True) -> 
 
     ops = op_locations(lowered.as_text(debug_info=True))
     assert ops, stack
-    if not lines:
-        return
     for op, loc in ops:
         assert 0 < user_line(loc) < USER_CODE_ENDS, (stack, op, loc)
         if op in ("stablehlo.sine", "stablehlo.cosine"):  # only the body computes sin
@@ -316,9 +297,7 @@ def test_random_stacks_through_the_former_holes(example, devices8):
     stack, args = example
     total = sum(float(np.sum(leaf)) for leaf in lx.tree_util.tree_leaves(args))
     assume(abs(total) > 0.05)  # keep cond's predicate away from its boundary
-    # names, values and validation are checked for every stack; the lines
-    # only where LINE_BUG does not apply (test_line_bug_stacks pins it)
-    check_stack(stack, args, lines=not has_line_bug(stack))
+    check_stack(stack, args)
 
 
 ARGS = ({"b": np.array([0.5, -0.25], np.float32), "a": np.float32(0.75)},
@@ -332,16 +311,19 @@ OUTER = ["jit", "grad", "jvp", "vjp", "vmap", "scan", "cond", "checkpoint"]
 @pytest.mark.parametrize("hole", HOLES)
 def test_each_hole_under_each_wrapper(hole, outer, devices8):
     stack = [hole] if outer is None else [hole, outer]
-    check_stack(stack, ARGS, lines=not has_line_bug(stack))
+    check_stack(stack, ARGS)
 
 
-LINE_BUG_STACKS = [["vjp_pmap_unused"], ["pmap_closure", "grad"], ["pmap_closure", "jvp"],
-                   ["pmap_closure", "vjp"]]
+# Lowering a pmap equation under jit batches its body: batching adds equations
+# that no body equation wrote (an unbatched result broadcast to the mapped axis)
+# and that once took the line of the call that lowers. They take the pmap
+# equation's line.
+BATCHED_PMAP_STACKS = [["vjp_pmap_unused"], ["pmap_closure", "grad"], ["pmap_closure", "jvp"],
+                       ["pmap_closure", "vjp"]]
 
 
-@pytest.mark.xfail(strict=True, reason=LINE_BUG)
-@pytest.mark.parametrize("stack", LINE_BUG_STACKS, ids="-".join)
-def test_line_bug_stacks(stack, devices8):
+@pytest.mark.parametrize("stack", BATCHED_PMAP_STACKS, ids="-".join)
+def test_batched_pmap_ops_have_user_lines(stack, devices8):
     check_stack(stack, ARGS)
 
 

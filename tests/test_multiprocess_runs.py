@@ -148,7 +148,8 @@ def test_launcher_stops_the_run_when_a_process_exits_early(tmp_path: Path) -> No
     assert took < 30, (took, output)
 
 
-def _spawn(scenario: str, out_dir: Path) -> tuple[list[int], list[str], float]:
+def _spawn(scenario: str, out_dir: Path, timeout: float = 60) -> tuple[list[int], list[str],
+                                                                    float]:
     """Starts two processes of a run by hand (no launcher to stop them)."""
     port = launch.free_port()
     start = time.monotonic()
@@ -159,7 +160,7 @@ def _spawn(scenario: str, out_dir: Path) -> tuple[list[int], list[str], float]:
     outputs = []
     try:
         for proc in procs:
-            outputs.append(proc.communicate(timeout=60)[0])
+            outputs.append(proc.communicate(timeout=timeout)[0])
     finally:
         for proc in procs:
             proc.kill()
@@ -192,3 +193,26 @@ def test_initialize_errors() -> None:
     assert "could not reach the coordinator at 127.0.0.1:" in proc.stdout
     assert "should only be called once" in proc.stdout
     assert "a backend was already created" in proc.stdout
+
+
+def test_a_lost_peer_is_an_exception_not_an_abort(tmp_path: Path) -> None:
+    """Process 1 dies without the launcher: jaxlib used to abort process 0
+    when the heartbeat timed out; now process 0 gets ProcessLostError."""
+    codes, outputs, took = _spawn("lost_peer", tmp_path, timeout=40)
+    assert codes == [0, 5], outputs
+    assert "process 0 caught ProcessLostError after" in outputs[0], outputs[0]
+    assert "process 1 of the run stopped sending heartbeats" in outputs[0], outputs[0]
+    assert "then sync_global_devices: sync_global_devices('after the loss'): the run is " \
+        "broken" in outputs[0], outputs[0]
+    assert took < 30, took
+
+
+def test_a_duplicate_process_id_is_named(tmp_path: Path) -> None:
+    codes, outputs, _ = _spawn("duplicate_id", tmp_path, timeout=40)
+    assert codes[1] == 0, outputs
+    assert "process started as 1 caught: lamina.distributed.initialize: process 0 cannot " \
+        "start the coordinator service" in outputs[1], outputs[1]
+    assert "may also have been given process_id=0 (a duplicate process_id" in outputs[1]
+    # the first one cannot know: it waits for a process 1 that never comes
+    assert "not all 2 processes joined" in outputs[0], outputs[0]
+

@@ -86,3 +86,26 @@ def test_two_processes_share_one_mesh() -> None:
     for pid, (rc, out, err) in enumerate(outputs):
         assert rc == 0, err[-3000:]
         assert f"process {pid} ok" in out
+
+
+class _FailingClient:
+    """A distributed client whose barriers fail at once, as a barrier that
+    another process timed out (with its own shorter timeout) does."""
+
+    def wait_at_barrier(self, barrier_id: str, timeout_in_ms: int) -> None:
+        raise RuntimeError("DEADLINE_EXCEEDED: Barrier timed out. Id: x")
+
+
+def test_barrier_error_gives_the_real_wait() -> None:
+    from lamina_interpreters_pxla import multihost_utils
+
+    saved = list(multihost_utils._peer_failure)
+    try:
+        with pytest.raises(multihost_utils.ProcessSyncError) as info:
+            multihost_utils._coordination_barrier(_FailingClient(), "late", 300.0)
+    finally:
+        multihost_utils._peer_failure[:] = saved
+    message = str(info.value)
+    assert "within 300s" not in message
+    assert "this process waited 0.0s of its timeout_seconds=300;" in message, message
+    assert "Barrier timed out" in message

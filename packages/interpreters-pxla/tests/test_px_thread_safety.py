@@ -186,7 +186,7 @@ def test_a_call_donating_a_buffer_it_also_reads_does_not_wait_for_itself() -> No
     x = px.device_put(np.ones(4, np.float32))
     impl = x._arr
     for donated in ([True, False], [False, True], [True, True]):
-        call = _OtherThread(lambda: buffer_use.using([impl, impl], str, donated=donated))
+        call = _OtherThread(lambda d=donated: buffer_use.using([impl, impl], str, donated=d))
         call.start_and_wait()
         assert call.ran_meanwhile is True, donated
         buffer_use.done_using([impl, impl], donated=donated)

@@ -33,7 +33,9 @@ def test_typeof_is_the_one_value_to_aval_function() -> None:
 def test_dtypes_are_tracing_cores() -> None:
     from lamina_tracing_core import dtypes
 
-    assert lamina.dtypes.canonicalize_dtype is dtypes.canonicalize_dtype
+    # lamina.dtypes wraps it to take JAX's allow_extended_dtype argument
+    for t in (int, float, "float64", "uint64", np.complex128, dtypes.bfloat16):
+        assert lamina.dtypes.canonicalize_dtype(t) == dtypes.canonicalize_dtype(t)
     assert lamina.dtypes.float0 == dtypes.float0
     assert lamina.dtypes.result_type(np.int8, 1.0) == np.float32
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from lamina_tracing_core.lax import linalg as la
+from lamina_tracing_core.lax import contractions as la
 from lamina_tracing_core.lax import prng
 from ml_build import aval, local_prim
 from ml_runner import lower_one, lower_run

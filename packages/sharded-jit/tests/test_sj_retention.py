@@ -37,10 +37,11 @@ def _drop_and_collect(make: Any) -> list[weakref.ref[Jaxpr]]:
     before = _live_jaxpr_ids()
     refs: dict[int, weakref.ref[Jaxpr]] = {}
     for i in range(_DROPPED):
-        make(i)
+        f = make(i)  # its jaxprs are looked for while it lives: they go with it
         for r in _new_jaxprs(before):
             before.add(id(r()))
             refs[id(r)] = r
+        del f
     gc.collect()
     return list(refs.values())
 
@@ -48,9 +49,10 @@ def _drop_and_collect(make: Any) -> list[weakref.ref[Jaxpr]]:
 def test_dropped_jit_functions_free_their_jaxprs() -> None:
     x = np.ones(4, np.float32)
 
-    def make(i: int) -> None:
+    def make(i: int) -> Any:
         f = lamina_sharded_jit.jit(lambda x, i=i: x + i)
         assert float(f(x)[0]) == 1.0 + i
+        return f
 
     refs = _drop_and_collect(make)
     assert refs, "the calls traced no jaxpr"

@@ -216,7 +216,8 @@ def _convert(x: Any, *, new_dtype: Any, weak_type: bool, sharding: Any) -> Any:
 
 
 def _bitcast(x: Any, *, new_dtype: Any) -> Any:
-    a = np.ascontiguousarray(arr(x))
+    # ascontiguousarray makes 0-d arrays 1-d; keep the operand's shape.
+    a = np.ascontiguousarray(arr(x)).reshape(np.shape(arr(x)))
     new = np.dtype(new_dtype)
     if a.dtype.itemsize == new.itemsize:
         return a.view(new)
@@ -478,7 +479,7 @@ def _dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: Any,
 
 
 def _dot_dtype(a: np.dtype[Any], b: np.dtype[Any]) -> np.dtype[Any]:
-    from lamina_tracing_core.lax.linalg import _dot_result_dtype
+    from lamina_tracing_core.lax.contractions import _dot_result_dtype
     return _dot_result_dtype("ref", a, b, None)
 
 
@@ -631,9 +632,9 @@ NUMPY_REFERENCE: dict[str, Impl] = {
 def lax_primitives() -> list[Primitive]:
     """Every primitive the lax package defines."""
     from lamina_tracing_core.lax import (
-        collectives, convert, cumulative, elementwise, indexing, linalg, prng, reductions,
+        collectives, contractions, convert, cumulative, elementwise, indexing, prng, reductions,
         sorting, structural)
-    mods = [collectives, convert, cumulative, elementwise, indexing, linalg, prng,
+    mods = [collectives, contractions, convert, cumulative, elementwise, indexing, prng,
             reductions, sorting, structural]
     seen: dict[int, Primitive] = {}
     for m in mods:

@@ -1,22 +1,33 @@
-"""Memory kept per dropped function: ``retained_per_dropped_jit``.
+"""Memory kept per dropped function: ``retained_per_dropped_<kind>``.
 
-Creates, calls once and drops 300 ``jit(lambda x, i=i: x + i)`` functions
-(each a distinct program), runs ``gc.collect()``, and records in the row's
-info the RSS growth and the live ``Jaxpr`` objects per dropped function. The
-timed figure is the whole loop (informational); the comparison that matters
-is the ``kb_per_dropped_fn`` info value (goal: at most 10 KB).
+Each workload creates, uses once and drops a few hundred distinct functions
+of one kind, runs ``gc.collect()``, and records in the row's info the RSS
+growth and the live ``Jaxpr`` objects per dropped function:
+
+- ``jit``: ``jit(lambda x, i=i: x + i)`` called once (one compile each);
+- ``pmap``: ``pmap(lambda x, i=i: x + i)`` called once on one device;
+- ``eval_shape``: ``eval_shape(lambda x, i=i: x + i, x)`` (traced only);
+- ``grad_jit``: ``grad(jit(lambda x, i=i: (x * i).sum()))`` called once
+  (the JVP, partial-eval and transposition rules of the inner jit).
+
+The timed figure is the whole loop (informational); the comparison that
+matters is the ``kb_per_dropped_fn`` info value (goal: at most 10 KB), with
+``live_jaxprs_per_dropped_fn`` beside it.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..adapters import Adapter
 from ..registry import INFO, Bench, workload
 
-_COUNT = 300  # enough for a per-function figure in KB; each is one XLA compile
+#: One-time costs (first compilations, imports, bounded caches filling up)
+#: are paid by this many functions before the measurement starts.
+_WARMUP = 50
 
 
 def _rss_bytes() -> int:
@@ -28,39 +39,71 @@ def _live_jaxprs() -> int:
     return sum(1 for o in gc.get_objects() if type(o).__name__ == "Jaxpr")
 
 
-def _retained(a: Adapter) -> Bench:
+def _maker(kind: str, a: Adapter) -> Callable[[int, Any], None]:
+    """``make(i, x)``: builds the ``i``-th function of ``kind``, uses it once
+    on ``x`` and drops it."""
     api = a.api
-    facts: dict[str, Any] = {}
 
-    def make(i: int, x: Any) -> None:
-        f = api.jit(lambda x, i=i: x + i)
-        f(x).block_until_ready()
+    def make_jit(i: int, x: Any) -> None:
+        api.jit(lambda x, i=i: x + i)(x).block_until_ready()
 
-    def run() -> None:
-        import numpy as np  # workloads load without numpy; only the worker imports it
+    def make_pmap(i: int, x: Any) -> None:
+        api.pmap(lambda x, i=i: x + i)(x[None]).block_until_ready()
 
-        x = a.np_api.ones((8,), np.float32)
-        for i in range(50):  # one-time costs (first compilations, imports) stay out
-            make(-i - 1, x)
-        gc.collect()
-        rss0, jaxprs0 = _rss_bytes(), _live_jaxprs()
-        for i in range(_COUNT):
-            make(i, x)
-        gc.collect()
-        facts["kb_per_dropped_fn"] = round((_rss_bytes() - rss0) / _COUNT / 1024, 2)
-        facts["live_jaxprs_per_dropped_fn"] = round((_live_jaxprs() - jaxprs0) / _COUNT, 3)
-        facts["dropped_fns"] = _COUNT
+    def make_eval_shape(i: int, x: Any) -> None:
+        api.eval_shape(lambda x, i=i: x + i, x)
 
-    return Bench(run=run, single_shot=True, info=lambda: dict(facts))
+    def make_grad_jit(i: int, x: Any) -> None:
+        api.grad(api.jit(lambda x, i=i: (x * i).sum()))(x).block_until_ready()
+
+    makers: dict[str, Callable[[int, Any], None]] = {
+        "jit": make_jit, "pmap": make_pmap, "eval_shape": make_eval_shape,
+        "grad_jit": make_grad_jit}
+    return makers[kind]
 
 
-workload(
-    "retained_per_dropped_jit",
-    area="memory",
-    goal=INFO,
-    description="RSS and live jaxprs kept per dropped jit(lambda x, i=i: x + i) after gc",
-    warmup_processes=0,
-    warmup_iters=0,
-    min_samples=1,
-    report_memory=True,
-)(_retained)
+def _retained(kind: str, count: int) -> Callable[[Adapter], Bench]:
+    def setup(a: Adapter) -> Bench:
+        facts: dict[str, Any] = {}
+        make = _maker(kind, a)
+
+        def run() -> None:
+            import numpy as np  # workloads load without numpy; only the worker imports it
+
+            x = a.np_api.ones((8,), np.float32)
+            for i in range(_WARMUP):
+                make(-i - 1, x)
+            gc.collect()
+            rss0, jaxprs0 = _rss_bytes(), _live_jaxprs()
+            for i in range(count):
+                make(i, x)
+            gc.collect()
+            facts["kb_per_dropped_fn"] = round((_rss_bytes() - rss0) / count / 1024, 2)
+            facts["live_jaxprs_per_dropped_fn"] = round((_live_jaxprs() - jaxprs0) / count, 3)
+            facts["dropped_fns"] = count
+
+        return Bench(run=run, single_shot=True, info=lambda: dict(facts))
+
+    return setup
+
+
+#: kind -> (functions dropped, what one is). Each jit/pmap/grad function is
+#: one or two XLA compiles: the counts keep a side to about 20 s.
+_KINDS = {
+    "jit": (300, "jit(lambda x, i=i: x + i) called once"),
+    "pmap": (200, "pmap(lambda x, i=i: x + i) called once"),
+    "eval_shape": (300, "eval_shape(lambda x, i=i: x + i, x)"),
+    "grad_jit": (200, "grad(jit(lambda x, i=i: (x * i).sum())) called once"),
+}
+
+for _kind, (_count, _what) in _KINDS.items():
+    workload(
+        f"retained_per_dropped_{_kind}",
+        area="memory",
+        goal=INFO,
+        description=f"RSS and live jaxprs kept per dropped {_what}, after gc",
+        warmup_processes=0,
+        warmup_iters=0,
+        min_samples=1,
+        report_memory=True,
+    )(_retained(_kind, _count))

@@ -43,6 +43,22 @@ from lamina_interpreters_pxla.sharding import (
 from lamina_tracing_core import avals as _avals
 from lamina_tracing_core.array_methods import ArrayMethods
 from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.core import Tracer
+
+
+class _ArrayType(type):
+    """The metaclass of :class:`Array`: ``isinstance(x, Array)`` also holds for
+    a tracer (under jit, grad or vmap), as ``isinstance(x, jax.Array)`` does in
+    JAX, so code checking for arrays works unchanged inside transformations.
+
+    Python answers ``isinstance`` for an exact ``Array`` before calling this
+    hook, so the common check costs nothing extra; ``issubclass(Tracer, Array)``
+    stays False, as in JAX. Code that needs a concrete array checks
+    ``type(x) is Array``.
+    """
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        return isinstance(instance, Tracer) or type.__instancecheck__(cls, instance)
 
 
 class Shard:
@@ -61,11 +77,12 @@ class Shard:
                 f"replica_id={self.replica_id}, data={self.data})")
 
 
-class Array(ArrayMethods):
+class Array(ArrayMethods, metaclass=_ArrayType):
     """An immutable array on one or more devices (a jaxlib ``ArrayImpl`` inside).
 
     Users get Arrays from ``device_put`` and from computations; the
-    constructor takes the ``ArrayImpl`` and is internal.
+    constructor takes the ``ArrayImpl`` and is internal. ``isinstance(x,
+    Array)`` is also True for tracers (see ``_ArrayType``).
     """
 
     __slots__ = ("_arr", "_npy", "_dispatch_key", "__weakref__")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import zlib
 from typing import Any
 
@@ -45,8 +46,15 @@ _peer_failure: list[str] = []
 
 
 def peer_failure() -> str | None:
-    """Why the run is broken (a failed barrier), or None."""
+    """Why the run is broken (a failed barrier, a lost process), or None."""
     return _peer_failure[0] if _peer_failure else None
+
+
+def record_peer_failure(reason: str) -> None:
+    """Marks the run broken (the first reason is kept); ``lamina.distributed``
+    calls it when a process stops sending heartbeats."""
+    if not _peer_failure:
+        _peer_failure.append(reason)
 
 
 def _process_count() -> int:
@@ -175,6 +183,9 @@ def sync_global_devices(name: str, *, timeout_seconds: float | None = None) -> N
     timeout = DEFAULT_SYNC_TIMEOUT if timeout_seconds is None else float(timeout_seconds)
     settings = backends.distributed_settings()
     if settings is not None and _process_count() > 1:
+        broken = peer_failure()
+        if broken is not None:  # waiting could only time out
+            raise ProcessSyncError(f"sync_global_devices({name!r}): the run is broken: {broken}")
         _coordination_barrier(settings.client, name, timeout)
         _device_barrier(name)
 
@@ -184,14 +195,17 @@ def _coordination_barrier(client: Any, name: str, timeout: float) -> None:
         counter = _barrier_counts.setdefault(name, itertools.count())
         n = next(counter)
     barrier_id = f"lamina/sync_global_devices/{name}/{n}"
+    start = time.monotonic()
     try:
         client.wait_at_barrier(barrier_id, max(1, int(timeout * 1000)))
     except Exception as e:
+        waited = time.monotonic() - start
         reason = (f"sync_global_devices({name!r}): not every process reached the barrier "
-                  f"within {timeout:g}s (a process failed, is slow, or called it with "
-                  f"another name). jaxlib says: {_first_lines(str(e), 4)}")
-        if not _peer_failure:
-            _peer_failure.append(reason)
+                  f"(this process waited {waited:.1f}s of its timeout_seconds={timeout:g}; "
+                  f"the coordination service times a barrier from the first process to "
+                  f"reach it, with that process's timeout). A process failed, is slow, or "
+                  f"called it with another name. jaxlib says: {_first_lines(str(e), 4)}")
+        record_peer_failure(reason)
         raise ProcessSyncError(reason) from e
 
 

@@ -234,7 +234,14 @@ class PmapFunction:
     def _cache_miss(self, *args: Any, **kwargs: Any) -> tuple[Any, Fastpath | None, bool]:
         """The C++ function's miss: the Python path, and the fastpath for a
         plain call (every argument an Array placed as the program wants)."""
-        out, exe, flat = self._call(args, kwargs)
+        try:
+            out, exe, flat = self._call(args, kwargs)
+        except (SystemError, RecursionError) as e:  # a too-deep argument names itself
+            named = api_util.deep_argument_error(f"pmap({self._name})", self._fun, args,
+                                                 kwargs) if tree_util.is_too_deep(e) else None
+            if named is None:
+                raise
+            raise named from None
         if exe is None or exe._select is not None:
             return out, None, False
         return out, fastpath(exe.loaded, flat, exe.in_shardings, exe.kept_var_idx, out), False
@@ -344,7 +351,10 @@ class PmapFunction:
         flat_args, in_tree = _flatten((dyn_args, kwargs))
         flat_fun, out_tree = api_util.flatten_fun(fun, in_tree)
         names = dbg.safe_arg_names(len(flat_args))
-        in_axes = self._flat_in_axes(dyn_argnums, n_args, in_tree, flat_args, names)
+        try:
+            in_axes = self._flat_in_axes(dyn_argnums, n_args, in_tree, flat_args, names)
+        except InvalidInputError:
+            raise core.invalid_argument_error(dbg, flat_args) from None
         size, global_size = self._mapped_size(flat_args, in_axes, names)
         donated = self._donated(dyn_args, dyn_argnums, n_args, len(flat_args))
         out_axes_thunk = OutAxesThunk(self._out_axes, out_tree)

@@ -39,6 +39,7 @@ from lamina_tracing_core import batching, core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 from lamina_tracing_core.lax import structural
+from lamina_tracing_core.source_info import set_frame_override
 
 from lamina_interpreters_pxla.pmap_primitive import AnonymousAxis, pmap_p
 
@@ -154,7 +155,25 @@ def _pmap_lowering(ctx: LoweringRuleContext, *args: Value, axis_name: Hashable,
 def _lower_batched(ctx: LoweringRuleContext, args: Sequence[Value], axis_name: Hashable,
                    axis_size: int, in_axes: Sequence[int | None],
                    out_axes: Sequence[int | None], call_jaxpr: Jaxpr, name: str) -> list[Value]:
-    """The map as its batched body (outside replica mode, e.g. under jit)."""
+    """The map as its batched body (outside replica mode, e.g. under jit).
+
+    Batching adds equations that no body equation wrote (an unbatched result
+    broadcast to the mapped axis, a moved axis): they get the pmap
+    equation's user line, not the line of the call that lowers."""
+    frame = ctx.source_info.frame if ctx.source_info is not None else None
+    previous = set_frame_override(frame) if frame is not None else None
+    try:
+        return _trace_and_lower_batched(ctx, args, axis_name, axis_size, in_axes, out_axes,
+                                        call_jaxpr, name)
+    finally:
+        if frame is not None:
+            set_frame_override(previous)
+
+
+def _trace_and_lower_batched(ctx: LoweringRuleContext, args: Sequence[Value],
+                             axis_name: Hashable, axis_size: int,
+                             in_axes: Sequence[int | None], out_axes: Sequence[int | None],
+                             call_jaxpr: Jaxpr, name: str) -> list[Value]:
     closed = ClosedJaxpr(call_jaxpr, ())
     batched, out_batched = batching.batch_jaxpr(
         closed, batching.AxisData(axis_name, axis_size), [ax is not None for ax in in_axes],

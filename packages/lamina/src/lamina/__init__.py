@@ -35,6 +35,20 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "custom_vjp": ("lamina_tracing_core.custom_derivatives", "custom_vjp"),
     "named_call": ("lamina.api_extras", "named_call"),
     "named_scope": ("lamina.api_extras", "named_scope"),
+    "jacobian": ("lamina_tracing_core.api", "jacrev"),  # JAX's jacobian is reverse mode
+    "linear_transpose": ("lamina.transforms", "linear_transpose"),
+    "custom_gradient": ("lamina.custom_derivatives", "custom_gradient"),
+    "closure_convert": ("lamina.custom_derivatives", "closure_convert"),
+    "float0": ("lamina_tracing_core.dtypes", "float0"),
+    "enable_x64": ("lamina.runtime_api", "enable_x64"),
+    "default_device": ("lamina.runtime_api", "default_device"),
+    "make_mesh": ("lamina.runtime_api", "make_mesh"),
+    "process_indices": ("lamina.runtime_api", "process_indices"),
+    "copy_to_host_async": ("lamina.runtime_api", "copy_to_host_async"),
+    "print_environment_info": ("lamina.runtime_api", "print_environment_info"),
+    "Device": ("lamina_interpreters_pxla._jaxlib", "DeviceClass"),
+    "NamedSharding": ("lamina_interpreters_pxla.sharding", "NamedSharding"),
+    "P": ("lamina_interpreters_pxla.sharding", "PartitionSpec"),
     # runtime (interpreters-pxla)
     "Array": ("lamina_interpreters_pxla.array", "Array"),
     "device_put": ("lamina_interpreters_pxla.device_put", "device_put"),
@@ -62,7 +76,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "numpy": ("lamina.numpy", None),
     "lax": ("lamina.lax", None),
     "random": ("lamina.random", None),
+    "image": ("lamina.image", None),
     "nn": ("lamina.nn", None),
+    "scipy": ("lamina.scipy", None),
     "tree_util": ("lamina.tree_util", None),
     "tree": ("lamina.tree", None),
     "sharding": ("lamina.sharding", None),
@@ -74,6 +90,11 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "dtypes": ("lamina.dtypes", None),
     "export": ("lamina.export", None),
     "config": ("lamina.config", None),
+    "typing": ("lamina.typing", None),
+    "custom_derivatives": ("lamina.custom_derivatives", None),
+    "flatten_util": ("lamina.flatten_util", None),
+    "test_util": ("lamina.test_util", None),
+    "experimental": ("lamina.experimental", None),
 }
 
 #: attributes that must not pull in the runtime: ``lamina.distributed.launch``

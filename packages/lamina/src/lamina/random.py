@@ -1,6 +1,8 @@
 """Counter-based, splittable pseudo-random numbers (Threefry-2x32).
 
-A *key* is a ``uint32[2]`` array. Nothing here has hidden state: every function
+A *key* is a raw ``uint32[2]`` array (``PRNGKey``) or a typed key (``key``: a
+``PRNGKeyArray`` of dtype ``key<fry>`` over such data, a pytree so it passes
+through every transformation). Nothing here has hidden state: every function
 takes a key and is a pure function of it, so the same key gives the same
 numbers under ``jit``, ``vmap``, ``pmap`` and on every platform. To get fresh
 numbers, ``split`` a key into new ones; never reuse a key.
@@ -8,7 +10,9 @@ numbers, ``split`` a key into new ones; never reuse a key.
 The algorithms are JAX's "partitionable" Threefry ones (the default since JAX
 0.5): the bits for an array of shape ``s`` are the Threefry hash of the
 row-major 64-bit element counters ``0 .. prod(s) - 1`` (high and low words)
-under the key, so keys and numbers equal JAX's for the same seed.
+under the key, so keys and numbers equal JAX's for the same seed. The
+distributions use JAX's algorithms, each compiled as one computation, and give
+JAX's bits too.
 """
 
 from __future__ import annotations
@@ -20,21 +24,32 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from lamina_tracing_core import control_flow as lax_control
 from lamina_tracing_core import core, dtypes, lax
+from lamina_tracing_core.api import vmap
 from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core.custom_derivatives import custom_jvp
+from lamina_tracing_core.lax import special as lax_special
+from lamina_linear_util.tree_util import register_pytree_node
 from lamina_tracing_core.numpy import _util
+from lamina_sharded_jit import jit
 
 import lamina.numpy as jnp
+from lamina import dtypes as lamina_dtypes
 
 Array = Any
 KeyArray = Any
 Shape = Sequence[int]
 
 __all__ = [
-    "PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "exponential",
-    "fold_in", "gumbel", "key", "key_data", "laplace", "logistic", "normal", "permutation",
-    "rademacher", "randint", "split", "threefry_2x32", "truncated_normal", "uniform",
-    "wrap_key_data",
+    "KeyDType", "PRNGKey", "PRNGKeyArray", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",
+    "chisquare", "choice", "clone", "default_prng_impl", "dirichlet", "double_sided_maxwell", "exponential", "f",
+    "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data",
+    "key_dtype", "key_impl",
+    "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial",
+    "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson",
+    "rademacher", "randint", "rayleigh", "split", "t", "threefry_2x32", "triangular",
+    "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data",
 ]
 
 _UINT_BY_BITS: dict[int, np.dtype[Any]] = {
@@ -96,6 +111,11 @@ def _hash_counters(key: KeyArray, shape: tuple[int, ...], fun: str) -> tuple[Arr
 
 # --- keys -------------------------------------------------------------------------------------
 def _check_key(fun: str, key: Any) -> Array:
+    if isinstance(key, PRNGKeyArray):
+        if key.shape:
+            raise TypeError(f"lamina.random.{fun}: expected a single PRNG key, got a key array "
+                            f"of shape {key.shape}; for a batch of keys use vmap")
+        return key._base
     k = _util.operand(f"lamina.random.{fun}", key, "key")
     aval = get_aval(k)
     if aval.shape != (2,) or aval.dtype != np.uint32:
@@ -139,23 +159,173 @@ def PRNGKey(seed: Any) -> KeyArray:  # noqa: N802 - JAX's name
     return lax.concatenate([lax.reshape(high, (1,)), lax.reshape(low, (1,))], 0)
 
 
-def key(seed: Any) -> KeyArray:
-    """Same as ``PRNGKey``: lamina keys are raw ``uint32[2]`` arrays (JAX's
-    typed key arrays are not implemented)."""
-    return PRNGKey(seed)
+# --- typed keys -----------------------------------------------------------------------------
+class _ThreefryKey(lamina_dtypes.prng_key):  # noqa: N801 - a scalar type, like numpy's
+    """The scalar type of threefry2x32 key arrays (a subclass of ``dtypes.prng_key``)."""
 
 
-def key_data(keys: KeyArray) -> Array:
-    """The raw ``uint32`` data of a key (the key itself in lamina)."""
-    return keys
+class KeyDType:
+    """The dtype of typed key arrays: ``key<fry>`` (threefry2x32, whose key
+    data is two uint32 words). ``jnp.issubdtype(k.dtype, dtypes.prng_key)``
+    holds for it; it is no NumPy dtype, as in JAX."""
+
+    #: Marks a dtype whose subtype checks go through ``type``'s class hierarchy.
+    lamina_extended_dtype = True
+    type: type = _ThreefryKey
+    impl = "threefry2x32"
+    name = "key<fry>"
+    #: The trailing shape of the key data behind one key.
+    key_shape = (2,)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeyDType)
+
+    def __hash__(self) -> int:
+        return hash(KeyDType)
 
 
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> KeyArray:
-    """A key from its raw ``uint32[2]`` data (checked, returned as is)."""
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f"wrap_key_data: only the threefry2x32 implementation exists, got "
-                         f"{impl!r}")
-    return _check_key("wrap_key_data", key_bits_array)
+_KEY_DTYPE = KeyDType()
+
+
+class PRNGKeyArray:
+    """A typed key array: an array of keys whose shape excludes the key data's
+    trailing ``(2,)`` and whose dtype is ``key<fry>``. Every function of
+    ``lamina.random`` takes one where it takes a raw ``uint32[2]`` key; it is a
+    pytree over its ``uint32`` data, so it passes through ``jit``, ``vmap``,
+    ``scan`` and ``pmap`` (their axes are the key array's leading axes)."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, base: Any):
+        self._base = base
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(get_aval(self._base).shape[:-1])
+
+    @property
+    def dtype(self) -> KeyDType:
+        return _KEY_DTYPE
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of an unsized key array")
+        return self.shape[0]
+
+    def __getitem__(self, index: Any) -> PRNGKeyArray:
+        idx = index if isinstance(index, tuple) else (index,)
+        # The key data's own axis is never indexed.
+        return PRNGKeyArray(jnp.asarray(self._base)[(*idx, slice(None))])
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+    def reshape(self, *shape: Any) -> PRNGKeyArray:
+        dims = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        size = self.size
+        new = tuple(int(d) for d in dims)
+        if -1 in new:
+            known = math.prod(d for d in new if d != -1)
+            new = tuple(size // known if d == -1 else d for d in new)
+        return PRNGKeyArray(lax.reshape(self._base, new + KeyDType.key_shape))
+
+    def ravel(self) -> PRNGKeyArray:
+        return self.reshape(self.size)
+
+    flatten = ravel
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("A typed key array cannot be converted to a NumPy array; use "
+                        "lamina.random.key_data(keys) for its uint32 data")
+
+    def __repr__(self) -> str:
+        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{self._base}"
+
+
+def _flatten_keys(keys: PRNGKeyArray) -> tuple[tuple[Any], None]:
+    return (keys._base,), None
+
+
+def _unflatten_keys(_: None, children: Any) -> PRNGKeyArray:
+    (base,) = tuple(children)
+    return PRNGKeyArray(base)
+
+
+register_pytree_node(PRNGKeyArray, _flatten_keys, _unflatten_keys)
+
+
+def _is_typed(key: Any) -> bool:
+    return isinstance(key, PRNGKeyArray)
+
+
+def _check_impl(fun: str, impl: Any) -> None:
+    if impl is not None and str(impl) not in ("threefry2x32", "fry"):
+        raise ValueError(f"lamina.random.{fun}: unknown or unsupported PRNG implementation "
+                         f"{impl!r}; lamina has threefry2x32")
+
+
+def default_prng_impl() -> str:
+    """The implementation ``key`` and ``PRNGKey`` use: ``threefry2x32``."""
+    return "threefry2x32"
+
+
+def key_dtype(impl: Any = None) -> KeyDType:
+    """The dtype of typed keys of ``impl`` (default threefry2x32)."""
+    _check_impl("key_dtype", impl)
+    return _KEY_DTYPE
+
+
+def key(seed: Any, *, impl: Any = None) -> PRNGKeyArray:
+    """A typed key (shape ``()``, dtype ``key<fry>``) from an integer seed;
+    its data is ``PRNGKey(seed)``."""
+    _check_impl("key", impl)
+    return PRNGKeyArray(PRNGKey(seed))
+
+
+def key_data(keys: Any) -> Array:
+    """The ``uint32`` data behind typed keys (shape ``keys.shape + (2,)``); a raw
+    key is returned as is."""
+    if _is_typed(keys):
+        return keys._base
+    return _check_key_data("key_data", keys)
+
+
+def key_impl(keys: Any) -> str:
+    """The implementation of a typed or raw key: ``threefry2x32``."""
+    if not _is_typed(keys):
+        _check_key_data("key_impl", keys)
+    return "threefry2x32"
+
+
+def _check_key_data(fun: str, data: Any) -> Array:
+    k = _util.operand(f"lamina.random.{fun}", data, "keys")
+    aval = get_aval(k)
+    if aval.ndim < 1 or aval.shape[-1] != 2 or aval.dtype != np.uint32:
+        raise TypeError(f"lamina.random.{fun}: expected key data of shape (..., 2) and dtype "
+                        f"uint32, got {aval.str_short()}")
+    return k
+
+
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> PRNGKeyArray:
+    """Typed keys over raw key data of shape ``(..., 2)`` (uint32)."""
+    _check_impl("wrap_key_data", impl)
+    if _is_typed(key_bits_array):
+        raise TypeError("lamina.random.wrap_key_data: key_bits_array is already a typed key "
+                        "array; pass its key_data")
+    return PRNGKeyArray(_check_key_data("wrap_key_data", key_bits_array))
 
 
 def _shape(fun: str, shape: Any) -> tuple[int, ...]:
@@ -187,7 +357,8 @@ def split(key: KeyArray, num: int | Shape = 2) -> KeyArray:
     shape = _shape("split", num)
     y0, y1 = _hash_counters(key, shape, "split")
     nd = len(shape)
-    return lax.concatenate([lax.expand_dims(y0, (nd,)), lax.expand_dims(y1, (nd,))], nd)
+    out = lax.concatenate([lax.expand_dims(y0, (nd,)), lax.expand_dims(y1, (nd,))], nd)
+    return PRNGKeyArray(out) if _is_typed(key) else out
 
 
 def fold_in(key: KeyArray, data: Any) -> KeyArray:
@@ -203,7 +374,8 @@ def fold_in(key: KeyArray, data: Any) -> KeyArray:
         word = lax.convert_element_type(d, np.uint32)
     k0, k1 = _key_words("fold_in", key)
     y0, y1 = lax.threefry2x32(k0, k1, np.uint32(0), word)
-    return lax.concatenate([lax.reshape(y0, (1,)), lax.reshape(y1, (1,))], 0)
+    out = lax.concatenate([lax.reshape(y0, (1,)), lax.reshape(y1, (1,))], 0)
+    return PRNGKeyArray(out) if _is_typed(key) else out
 
 
 # --- raw bits -------------------------------------------------------------------------------------
@@ -283,15 +455,25 @@ def normal(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
 
 def truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: Shape | None = None,
                      dtype: Any = None) -> Array:
-    """Normal floats conditioned on ``lower < x < upper``."""
+    """Normal floats conditioned on ``lower < x < upper``.
+
+    It runs as one compiled computation, as in JAX, so the eager values equal
+    the jitted ones bit for bit (XLA rewrites the fused arithmetic, e.g. a
+    division by a constant, which separate eager operations would not get)."""
     dt = _float_dtype("truncated_normal", dtype)
+    dims = None if shape is None else _shape("truncated_normal", shape)
+    return _truncated_normal_compiled(key, lower, upper, dims, dt)
+
+
+def _truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: tuple[int, ...] | None,
+                      dt: np.dtype[Any]) -> Array:
     lo = _util.convert(_util.operand("lamina.random.truncated_normal", lower, "lower"), dt)
     hi = _util.convert(_util.operand("lamina.random.truncated_normal", upper, "upper"), dt)
     if shape is None:
         dims = _util.broadcast_shapes("lamina.random.truncated_normal", get_aval(lo).shape,
                                       get_aval(hi).shape)
     else:
-        dims = _shape("truncated_normal", shape)
+        dims = shape
     sqrt2 = np.asarray(np.sqrt(2), dt)
     a = lax.erf(lax.div(lo, sqrt2))
     b = lax.erf(lax.div(hi, sqrt2))
@@ -301,6 +483,9 @@ def truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: Shape | None 
     floor = lax.nextafter(lax.stop_gradient(lo), lax.full_like(lo, np.inf))
     ceil = lax.nextafter(lax.stop_gradient(hi), lax.full_like(hi, -np.inf))
     return jnp.clip(out, floor, ceil)
+
+
+_truncated_normal_compiled = jit(_truncated_normal, static_argnums=(3, 4))
 
 
 def exponential(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
@@ -361,6 +546,7 @@ def randint(key: KeyArray, shape: Shape, minval: Any, maxval: Any, dtype: Any = 
     if not dtypes.is_integer(dt):
         raise TypeError(f"randint: dtype argument must be an integer dtype, got {dt}")
     dims = _shape("randint", shape)
+    key = _check_key("randint", key)
     nbits = dt.itemsize * 8
     hi_raw = _util.operand("lamina.random.randint", maxval, "maxval")
     if not dtypes.is_integer(get_aval(hi_raw).dtype):
@@ -438,6 +624,7 @@ def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None 
 def _shuffle(key: KeyArray, x: Array, axis: int) -> Array:
     """``x`` permuted along ``axis`` by sorting on random keys, repeated enough
     rounds that collisions of the 32-bit sort keys are negligible."""
+    key = _check_key("permutation", key)
     size = math.prod(get_aval(x).shape)
     rounds = math.ceil(3 * math.log(max(1, size)) / math.log(2 ** 32 - 1))
     for _ in range(rounds):
@@ -511,3 +698,846 @@ def choice(key: KeyArray, a: Any, shape: Shape = (), replace: bool = True, p: An
         return lax.reshape(picked, dims)
     out_shape = get_aval(arr).shape[:ax] + dims + get_aval(arr).shape[ax + 1:]
     return lax.reshape(picked, out_shape)
+
+
+# --- distributions built on the gamma sampler and friends --------------------------------------
+# Each sampler runs as one compiled computation with its shape and dtype static,
+# as JAX's do, so the bits equal JAX's for the same key (XLA rewrites fused
+# float arithmetic, which separate eager operations would not get).
+def _split_keys(key: KeyArray, num: int) -> list[Array]:
+    keys = split(key, num)
+    return [lax.index_in_dim(keys, i, keepdims=False) for i in range(num)]
+
+
+def _param_shape(fun: str, value: Any, name: str) -> tuple[int, ...]:
+    return tuple(get_aval(_util.operand(f"lamina.random.{fun}", value, name)).shape)
+
+
+def _check_shape(fun: str, shape: tuple[int, ...], *param_shapes: tuple[int, ...]) -> None:
+    """``shape`` must be the broadcast of itself with every parameter's shape."""
+    if not param_shapes:
+        return
+    try:
+        result = _util.broadcast_shapes(f"lamina.random.{fun}", shape, *param_shapes)
+    except (TypeError, ValueError):
+        result = None
+    if result != shape:
+        raise ValueError(f"lamina.random.{fun}: parameter shapes {list(param_shapes)} must be "
+                         f"broadcast-compatible with the shape argument {shape} and broadcast to "
+                         f"it exactly")
+
+
+def _out_shape(fun: str, shape: Any, **params: Any) -> tuple[int, ...]:
+    """The result shape: ``shape`` (checked against the parameters) or their broadcast."""
+    shapes = [_param_shape(fun, v, name) for name, v in params.items()]
+    if shape is None:
+        return _util.broadcast_shapes(f"lamina.random.{fun}", *shapes) if shapes else ()
+    dims = _shape(fun, shape)
+    _check_shape(fun, dims, *shapes)
+    return dims
+
+
+def _as_array(fun: str, value: Any, name: str, dtype: np.dtype[Any] | None = None) -> Array:
+    x = _util.operand(f"lamina.random.{fun}", value, name)
+    if dtype is not None:
+        x = _util.convert(x, dtype)
+    return jnp.asarray(x)
+
+
+def _check_real(fun: str, value: Any, name: str) -> None:
+    dt = get_aval(_util.operand(f"lamina.random.{fun}", value, name)).dtype
+    if dtypes.is_complex(dt) or dt == np.bool_:
+        raise TypeError(f"lamina.random.{fun}: {name} must be a real number or array, got "
+                        f"dtype {dt}")
+
+
+def _gamma_one(key: KeyArray, alpha: Array, log_space: bool) -> Array:
+    """One Gamma(alpha) draw by Marsaglia and Tsang's method ("A simple method
+    for generating gamma variables", 2000), alpha < 1 boosted by
+    ``Gamma(alpha) = Gamma(alpha + 1) * U ** (1 / alpha)``."""
+    dt = get_aval(alpha).dtype
+    zero, one = np.asarray(0, dt), np.asarray(1, dt)
+    minus_one, two = np.asarray(-1, dt), np.asarray(2, dt)
+    half, third, squeeze = np.asarray(0.5, dt), np.asarray(1.0 / 3.0, dt), np.asarray(0.0331, dt)
+    boost_mask = lax.ge(alpha, one)
+    alpha_orig = alpha
+    alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
+    d = lax.sub(alpha, third)
+    c = lax.div(third, lax.sqrt(d))
+
+    def reject(state: tuple[Any, Any, Any, Any]) -> Any:
+        _, x_sq, v, u = state
+        squeeze_fails = lax.ge(u, lax.sub(one, lax.mul(squeeze, lax.mul(x_sq, x_sq))))
+        log_fails = lax.ge(lax.log(u), lax.add(lax.mul(x_sq, half),
+                                               lax.mul(d, lax.add(lax.sub(one, v), lax.log(v)))))
+        return lax.bitwise_and(squeeze_fails, log_fails)
+
+    def next_xv(state: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+        k, sub = _split_keys(state[0], 2)
+        x = normal(sub, (), dt)
+        return k, x, lax.add(one, lax.mul(x, c))
+
+    def propose(state: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
+        k, x_key, u_key = _split_keys(state[0], 3)
+        _, x, v = lax_control.while_loop(lambda s: lax.le(s[2], zero), next_xv,
+                                         (x_key, zero, minus_one))
+        u = uniform(u_key, (), dt)
+        return k, lax.mul(x, x), lax.mul(lax.mul(v, v), v), u
+
+    key, subkey = _split_keys(key, 2)
+    _, _, v, _ = lax_control.while_loop(reject, propose, (key, zero, one, two))
+    if log_space:
+        log_samples = lax.neg(exponential(subkey, (), dt))
+        log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
+                               lax.mul(log_samples, lax.div(one, alpha_orig)))
+        return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
+    samples = lax.sub(one, uniform(subkey, (), dt))
+    boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
+    return lax.mul(lax.mul(d, v), boost)
+
+
+def _gamma_impl(key: KeyArray, a: Array, log_space: bool) -> Array:
+    shape = get_aval(a).shape
+    n = math.prod(shape)
+    if n == 0:
+        return lax.full(shape, 0, get_aval(a).dtype)
+    keys = split(key, n)
+    samples = vmap(lambda k, alpha: _gamma_one(k, alpha, log_space))(keys, lax.reshape(a, (n,)))
+    return lax.reshape(samples, shape)
+
+
+def _gamma_grad(sample: Array, a: Array, log_space: bool) -> Array:
+    """d sample / d a by implicit reparameterisation (JAX's ``random_gamma_grad``)."""
+    if log_space:
+        # d log(s) = ds / s; exp(log s) may round to 0, taken as the smallest normal.
+        s = lax.exp(sample)
+        s = lax.select(lax.eq(s, lax.full_like(s, 0)),
+                       lax.full_like(s, float(dtypes.finfo(get_aval(s).dtype).tiny)), s)
+        return lax.div(lax_special.random_gamma_grad(a, s), s)
+    return lax_special.random_gamma_grad(a, sample)
+
+
+def _make_gamma_sampler(log_space: bool) -> Any:
+    sampler = custom_jvp(lambda key, a: _gamma_impl(key, a, log_space))
+    sampler.defjvps(None, lambda t, ans, key, a: lax.mul(t, _gamma_grad(ans, a, log_space)))
+    return sampler
+
+
+_gamma_sample = _make_gamma_sampler(False)
+_loggamma_sample = _make_gamma_sampler(True)
+
+
+def _gamma(key: KeyArray, a: Any, shape: tuple[int, ...] | None, dtype: np.dtype[Any],
+           log_space: bool) -> Array:
+    a_shape = get_aval(a).shape
+    if shape is None:
+        shape = a_shape
+    else:
+        _check_shape("loggamma" if log_space else "gamma", shape, a_shape)
+    alpha = _util.convert(a, dtype)
+    if a_shape != shape:
+        alpha = _util.broadcast_to("lamina.random.gamma", alpha, shape)
+    return (_loggamma_sample if log_space else _gamma_sample)(key, alpha)
+
+
+_gamma_compiled = jit(_gamma, static_argnums=(2, 3, 4))
+
+
+def gamma(key: KeyArray, a: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Standard Gamma(a) floats (unit scale), differentiable in ``a`` by
+    implicit reparameterisation; ``shape`` defaults to ``a``'s."""
+    k = _check_key("gamma", key)
+    dt = _float_dtype("gamma", dtype)
+    _check_real("gamma", a, "a")
+    dims = None if shape is None else _shape("gamma", shape)
+    return _gamma_compiled(k, _as_array("gamma", a, "a"), dims, dt, False)
+
+
+def loggamma(key: KeyArray, a: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """``log`` of Gamma(a) draws, computed in log space (precise for small ``a``):
+    ``exp(loggamma(k, a))`` equals ``gamma(k, a)`` up to rounding."""
+    k = _check_key("loggamma", key)
+    dt = _float_dtype("loggamma", dtype)
+    _check_real("loggamma", a, "a")
+    dims = None if shape is None else _shape("loggamma", shape)
+    return _gamma_compiled(k, _as_array("loggamma", a, "a"), dims, dt, True)
+
+
+def _beta(key: KeyArray, a: Array, b: Array, shape: tuple[int, ...],
+          dtype: np.dtype[Any]) -> Array:
+    a = _util.broadcast_to("lamina.random.beta", _util.convert(a, dtype), shape)
+    b = _util.broadcast_to("lamina.random.beta", _util.convert(b, dtype), shape)
+    key_a, key_b = _split_keys(key, 2)
+    log_a = loggamma(key_a, a, shape, dtype)
+    log_b = loggamma(key_b, b, shape, dtype)
+    # gamma_a / (gamma_a + gamma_b), scaled by the larger so nothing underflows.
+    log_max = lax.max(log_a, log_b)
+    scaled_a = lax.exp(lax.sub(log_a, log_max))
+    scaled_b = lax.exp(lax.sub(log_b, log_max))
+    return lax.div(scaled_a, lax.add(scaled_a, scaled_b))
+
+
+_beta_compiled = jit(_beta, static_argnums=(3, 4))
+
+
+def beta(key: KeyArray, a: Any, b: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Beta(a, b) floats in [0, 1] (two log-gamma draws)."""
+    k = _check_key("beta", key)
+    dt = _float_dtype("beta", dtype)
+    for name, v in (("a", a), ("b", b)):
+        _check_real("beta", v, name)
+    dims = _out_shape("beta", shape, a=a, b=b)
+    return _beta_compiled(k, _as_array("beta", a, "a"), _as_array("beta", b, "b"), dims, dt)
+
+
+def _softmax_last(x: Array) -> Array:
+    x_max = lax.stop_gradient(jnp.max(x, axis=-1, keepdims=True))
+    unnormalized = lax.exp(lax.sub(x, _util.broadcast_to("softmax", x_max, get_aval(x).shape)))
+    total = jnp.sum(unnormalized, axis=-1, keepdims=True)
+    return lax.div(unnormalized, _util.broadcast_to("softmax", total, get_aval(x).shape))
+
+
+def _dirichlet(key: KeyArray, alpha: Array, shape: tuple[int, ...],
+               dtype: np.dtype[Any]) -> Array:
+    alpha = _util.convert(alpha, dtype)
+    log_samples = loggamma(key, alpha, shape + get_aval(alpha).shape[-1:], dtype)
+    return _softmax_last(log_samples)
+
+
+_dirichlet_compiled = jit(_dirichlet, static_argnums=(2, 3))
+
+
+def dirichlet(key: KeyArray, alpha: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Dirichlet(alpha) vectors along the last axis (``alpha`` has shape
+    ``(..., n)``; the result ``shape + (n,)``)."""
+    k = _check_key("dirichlet", key)
+    dt = _float_dtype("dirichlet", dtype)
+    _check_real("dirichlet", alpha, "alpha")
+    a_shape = _param_shape("dirichlet", alpha, "alpha")
+    if not a_shape:
+        raise ValueError(f"lamina.random.dirichlet: alpha must have at least one dimension "
+                         f"(shape (..., n)), got shape {a_shape}")
+    if shape is None:
+        dims = a_shape[:-1]
+    else:
+        dims = _shape("dirichlet", shape)
+        _check_shape("dirichlet", dims, a_shape[:-1])
+    return _dirichlet_compiled(k, _as_array("dirichlet", alpha, "alpha"), dims, dt)
+
+
+# --- Poisson, binomial, multinomial -------------------------------------------------------------
+#: The rejection loops' iteration cap (never reached in practice).
+_MAX_ITERS = np.int32(2 ** 31 - 1)
+
+
+def _isnan(x: Array) -> Array:
+    return lax.ne(x, x)
+
+
+def _poisson_knuth(key: KeyArray, lam: Array, shape: tuple[int, ...],
+                   dtype: np.dtype[Any]) -> Array:
+    """Knuth's method: count uniforms until their product drops under exp(-lam)."""
+    neg_lam = lax.neg(lam)
+
+    def body(state: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
+        i, k, rng, log_prod = state
+        rng, sub = _split_keys(rng, 2)
+        k = lax.select(lax.gt(log_prod, neg_lam), lax.add(k, np.asarray(1, dtype)), k)
+        u = uniform(sub, shape, np.float32)
+        return lax.add(i, np.int32(1)), k, rng, lax.add(log_prod, lax.log(u))
+
+    def cond(state: tuple[Any, Any, Any, Any]) -> Any:
+        i, _, _, log_prod = state
+        return lax.bitwise_and(jnp.any(lax.gt(log_prod, neg_lam)), lax.lt(i, _MAX_ITERS))
+
+    init = (np.int32(0), lax.full(shape, 0, dtype), key, lax.full(shape, 0, np.float32))
+    k = lax_control.while_loop(cond, body, init)[1]
+    return lax.sub(k, np.asarray(1, dtype))
+
+
+def _poisson_rejection(key: KeyArray, lam: Array, shape: tuple[int, ...],
+                       dtype: np.dtype[Any]) -> Array:
+    """Hormann's transformed rejection ("The transformed rejection method for
+    generating Poisson random variables", 1993)."""
+    log_lam = lax.log(lam)
+    b = 0.931 + 2.53 * lax.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+
+    def body(state: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
+        i, k_out, accepted, rng = state
+        rng, sub0, sub1 = _split_keys(rng, 3)
+        u = uniform(sub0, shape, np.float32) - 0.5
+        v = uniform(sub1, shape, np.float32)
+        u_shifted = 0.5 - lax.abs(u)
+        k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t = -lam + k * log_lam - lax.lgamma(k + 1)
+        accept1 = (u_shifted >= 0.07) & (v <= v_r)
+        rejected = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
+        accept = accept1 | (~rejected & (s <= t))
+        return i + 1, lax.select(accept, k, k_out), accepted | accept, rng
+
+    def cond(state: tuple[Any, Any, Any, Any]) -> Any:
+        i, _, accepted, _ = state
+        return jnp.any(~accepted) & (i < _MAX_ITERS)
+
+    init = (np.int32(0), lax.full(shape, -1, np.float32), lax.full(shape, False, np.bool_), key)
+    k = lax_control.while_loop(cond, body, init)[1]
+    return lax.convert_element_type(k, dtype)
+
+
+def _poisson(key: KeyArray, lam: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    # Knuth's method under 10, transformed rejection above, as TensorFlow and NumPy.
+    use_knuth = _isnan(lam) | (lam < 10)
+    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
+    lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+    result = lax.select(use_knuth, _poisson_knuth(key, lam_knuth, shape, dtype),
+                        _poisson_rejection(key, lam_rejection, shape, dtype))
+    return lax.select(lam == 0, lax.full_like(result, 0), result)
+
+
+_poisson_compiled = jit(_poisson, static_argnums=(2, 3))
+
+
+def poisson(key: KeyArray, lam: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Poisson(lam) integers (default int dtype); ``lam`` must be >= 0."""
+    k = _check_key("poisson", key)
+    dt = _util.user_dtype("lamina.random.poisson", dtype) or dtypes.default_int_dtype()
+    if not dtypes.is_integer(dt):
+        raise ValueError(f"lamina.random.poisson: dtype argument must be an integer dtype, got "
+                         f"{dt}")
+    _check_real("poisson", lam, "lam")
+    dims = _param_shape("poisson", lam, "lam") if shape is None else _shape("poisson", shape)
+    rate = _util.broadcast_to("lamina.random.poisson",
+                              _util.convert(_as_array("poisson", lam, "lam"), np.float32), dims)
+    return _poisson_compiled(k, rate, dims, dt)
+
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_approx_tail(k: Array) -> Array:
+    """log(k!) minus its Stirling approximation: tabulated for k <= 9, else the series."""
+    dt = get_aval(k).dtype
+    table = jnp.array(_STIRLING_TAIL, dtype=dt)
+    use_table = k <= 9
+    k = lax.clamp(np.asarray(0.0, dt), k, np.asarray(9.0, dt))
+    kp1sq = (k + 1) * (k + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    index = lax.convert_element_type(lax.floor(k), np.int32)
+    return lax.select(use_table, jnp.take(table, index), approx)
+
+
+def _binomial_inversion(key: KeyArray, count: Array, prob: Array, shape: tuple[int, ...]
+                        ) -> Array:
+    """Counts geometric waiting times until they pass ``count``."""
+    log1m_prob = lax.log1p(lax.neg(prob))
+
+    def body(state: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
+        i, num_geom, geom_sum, rng = state
+        sub, rng = _split_keys(rng, 2)
+        num_geom = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+        u = uniform(sub, shape, get_aval(prob).dtype)
+        return i + 1, num_geom, geom_sum + lax.ceil(lax.log(u) / log1m_prob), rng
+
+    def cond(state: tuple[Any, Any, Any, Any]) -> Any:
+        return jnp.any(state[2] <= count) & (state[0] < _MAX_ITERS)
+
+    dt = get_aval(prob).dtype
+    init = (np.int32(0), lax.full(shape, 0, dt), lax.full(shape, 0, dt), key)
+    return lax_control.while_loop(cond, body, init)[1] - 1
+
+
+def _btrs(key: KeyArray, count: Array, prob: Array, shape: tuple[int, ...]) -> Array:
+    """Hormann's BTRS transformed rejection ("The generation of binomial random
+    variates", 1993)."""
+    stddev = lax.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = lax.floor((count + 1) * prob)
+    dt = get_aval(prob).dtype
+
+    def body(state: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
+        i, k_out, accepted, rng = state
+        rng, sub0, sub1 = _split_keys(rng, 3)
+        u = uniform(sub0, shape, dt)
+        v = uniform(sub1, shape, dt)
+        u = u - 0.5
+        us = 0.5 - lax.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        k = lax.floor((2 * a / us + b) * u + c)
+        rejected = (k < 0) | (k > count)
+        v = lax.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * lax.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * lax.log((count - m + 1) / (count - k + 1))
+              + (k + 0.5) * lax.log(r * (count - k + 1) / (k + 1))
+              + _stirling_approx_tail(m) + _stirling_approx_tail(count - m)
+              - _stirling_approx_tail(k) - _stirling_approx_tail(count - k))
+        accept = accept1 | (~rejected & (v <= ub))
+        return i + 1, lax.select(accept, k, k_out), accepted | accept, rng
+
+    def cond(state: tuple[Any, Any, Any, Any]) -> Any:
+        return jnp.any(~state[2]) & (state[0] < _MAX_ITERS)
+
+    init = (np.int32(0), lax.full(shape, -1, dt), lax.full(shape, False, np.bool_), key)
+    return lax_control.while_loop(cond, body, init)[1]
+
+
+def _binomial(key: KeyArray, count: Array, prob: Array, shape: tuple[int, ...],
+              dtype: np.dtype[Any]) -> Array:
+    # Inversion for count * min(p, 1 - p) <= 10, BTRS above (as TensorFlow).
+    (prob,) = _util.promote_dtypes_inexact("lamina.random.binomial", prob)
+    pdt = get_aval(prob).dtype
+    count = _util.broadcast_to("lamina.random.binomial", _util.convert(count, pdt), shape)
+    prob = _util.broadcast_to("lamina.random.binomial", prob, shape)
+    p_lt_half = prob < 0.5
+    q = lax.select(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = _isnan(count) | (count < 0.0)
+    count_inf = jnp.isinf(count)
+    q_is_nan = _isnan(q)
+    q_l_0 = q < 0.0
+    q = lax.select(q_is_nan | q_l_0, lax.full_like(q, 0.01), q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    count = lax.floor(count)
+    count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
+    count_btrs = lax.select(use_inversion, lax.full_like(count, 10000.0), count)
+    q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+    samples = lax.select(
+        use_inversion,
+        lax.convert_element_type(_binomial_inversion(key, count_inv, q, shape), dtype),
+        lax.convert_element_type(_btrs(key, count_btrs, q_btrs, shape), dtype))
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = lax.select(invalid, lax.full_like(samples, np.nan), samples)
+    samples = lax.select(count_inf & ~invalid, lax.full_like(samples, np.inf), samples)
+    return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
+                      lax.convert_element_type(count, dtype) - samples)
+
+
+_binomial_compiled = jit(_binomial, static_argnums=(3, 4))
+
+
+def binomial(key: KeyArray, n: Any, p: Any, shape: Shape | None = None,
+             dtype: Any = None) -> Array:
+    """Binomial(n, p) counts as floats (``dtype``, default float): NaN for
+    negative or NaN ``n`` and invalid ``p``, inf for infinite ``n``."""
+    k = _check_key("binomial", key)
+    dt = _float_dtype("binomial", dtype)
+    for name, v in (("n", n), ("p", p)):
+        _check_real("binomial", v, name)
+    dims = _out_shape("binomial", shape, n=n, p=p)
+    return _binomial_compiled(k, _as_array("binomial", n, "n"), _as_array("binomial", p, "p"),
+                              dims, dt)
+
+
+def multinomial(key: KeyArray, n: Any, p: Any, *, shape: Shape | None = None,
+                dtype: Any = None, unroll: int | bool = 1) -> Array:
+    """Counts of ``n`` draws over the categories of ``p`` (last axis), one
+    binomial per category on what the earlier ones left; ``shape`` ends with
+    ``p``'s category count."""
+    k = _check_key("multinomial", key)
+    dt = _float_dtype("multinomial", dtype)
+    for name, v in (("n", n), ("p", p)):
+        _check_real("multinomial", v, name)
+    count, prob = _util.promote_dtypes_inexact("lamina.random.multinomial", n, p)
+    dims = get_aval(prob).shape if shape is None else _shape("multinomial", shape)
+    if not dims:
+        raise ValueError("lamina.random.multinomial: p must have at least one dimension (the "
+                         "categories)")
+    count = _util.broadcast_to("lamina.random.multinomial", count, dims[:-1])
+    prob = _util.broadcast_to("lamina.random.multinomial", prob, dims)
+    return _multinomial_compiled(k, count, prob, dt, unroll)
+
+
+def _multinomial(key: KeyArray, count: Array, prob: Array, dtype: np.dtype[Any],
+                 unroll: int | bool) -> Array:
+    def step(remainder: Any, ratio_key: tuple[Any, Any]) -> tuple[Any, Any]:
+        ratio, sub = ratio_key
+        drawn = binomial(sub, remainder, jnp.clip(ratio, 0, 1),
+                         dtype=get_aval(remainder).dtype)
+        return remainder - drawn, drawn
+
+    prob = jnp.moveaxis(prob, -1, 0)
+    remaining = lax.cumsum(prob, 0, reverse=True)
+    ratios = prob / jnp.where(remaining == 0, 1, remaining)
+    keys = split(key, get_aval(ratios).shape[0])
+    _, counts = lax_control.scan(step, count, (ratios, keys), unroll=unroll)
+    return lax.convert_element_type(jnp.moveaxis(counts, 0, -1), dtype)
+
+
+_multinomial_compiled = jit(_multinomial, static_argnums=(3, 4))
+
+
+# --- transformations of the basic samplers ------------------------------------------------------
+def _t(key: KeyArray, df: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    df = _util.convert(df, dtype)
+    key_n, key_g = _split_keys(key, 2)
+    n = normal(key_n, shape, dtype)
+    half_df = lax.div(df, np.asarray(2, dtype))
+    g = gamma(key_g, half_df, shape, dtype)
+    return n * lax.sqrt(half_df / g)
+
+
+def _chisquare(key: KeyArray, df: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    df = _util.convert(df, dtype)
+    two = np.asarray(2, dtype)
+    return lax.mul(lax.exp(loggamma(key, lax.div(df, two), shape, dtype)), two)
+
+
+def _f(key: KeyArray, dfnum: Array, dfden: Array, shape: tuple[int, ...],
+       dtype: np.dtype[Any]) -> Array:
+    dfden = _util.convert(dfden, dtype)
+    dfnum = _util.convert(dfnum, dtype)
+    key_dfd, key_dfn = _split_keys(key, 2)
+    num = lax.div(chisquare(key_dfn, dfnum, shape, dtype), _bcast_to(dfnum, shape))
+    den = lax.div(chisquare(key_dfd, dfden, shape, dtype), _bcast_to(dfden, shape))
+    return lax.div(num, den)
+
+
+def _bcast_to(x: Array, shape: tuple[int, ...]) -> Array:
+    return _util.broadcast_to("lamina.random", x, shape)
+
+
+def _pareto(key: KeyArray, b: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    b = _util.convert(b, dtype)
+    return lax.exp(lax.div(exponential(key, shape, dtype), _bcast_to(b, shape)))
+
+
+def _rayleigh(key: KeyArray, scale: Array, shape: tuple[int, ...],
+              dtype: np.dtype[Any]) -> Array:
+    u = uniform(key, shape, dtype)
+    scale = _bcast_to(_util.convert(scale, dtype), shape)
+    return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.asarray(-2, dtype))))
+
+
+def _wald(key: KeyArray, mean: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    k1, k2 = _split_keys(key, 2)
+    mean = _bcast_to(_util.convert(mean, dtype), shape)
+    v = normal(k1, shape, dtype)
+    z = uniform(k2, shape, dtype)
+    y = lax.integer_pow(v, 2)
+    y_sq = lax.integer_pow(y, 2)
+    mean_sq = lax.integer_pow(mean, 2)
+    sqrt_term = lax.sqrt(4 * mean * y + mean_sq * y_sq)
+    x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+    return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+
+
+def _lognormal(key: KeyArray, sigma: Array, shape: tuple[int, ...],
+               dtype: np.dtype[Any]) -> Array:
+    sigma = _util.convert(sigma, dtype)
+    return lax.exp(normal(key, shape, dtype) * sigma)
+
+
+def _triangular(key: KeyArray, left: Array, mode: Array, right: Array, shape: tuple[int, ...],
+                dtype: np.dtype[Any]) -> Array:
+    left = _bcast_to(_util.convert(left, dtype), shape)
+    right = _bcast_to(_util.convert(right, dtype), shape)
+    mode = _bcast_to(_util.convert(mode, dtype), shape)
+    fc = (mode - left) / (right - left)
+    u = uniform(key, shape, dtype)
+    out1 = left + lax.sqrt(u * (right - left) * (mode - left))
+    out2 = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
+    return lax.select(u < fc, out1, out2)
+
+
+def _geometric(key: KeyArray, p: Array, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    (p,) = _util.promote_dtypes_inexact("lamina.random.geometric", p)
+    u = uniform(key, shape, get_aval(p).dtype)
+    # u == 0 is taken as 1 so log(u) stays finite.
+    u = jnp.where(u == 0, 1, u)
+    log_one_minus_p = _bcast_to(lax.log1p(lax.neg(p)), shape)
+    g = lax.floor(lax.div(lax.log(u), log_one_minus_p)) + 1
+    return lax.convert_element_type(g, dtype)
+
+
+def _maxwell(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    samples = normal(key, shape + (3,), dtype)
+    return jnp.linalg.norm(samples, axis=-1)
+
+
+def _double_sided_maxwell(key: KeyArray, loc: Array, scale: Array, shape: tuple[int, ...],
+                          dtype: np.dtype[Any]) -> Array:
+    params = _util.broadcast_shapes("lamina.random.double_sided_maxwell", get_aval(loc).shape,
+                                    get_aval(scale).shape)
+    # As JAX: the parameters' shape is appended to ``shape`` (which defaults to it).
+    dims = (shape or params) + params
+    maxwell_key, sign_key = _split_keys(key, 2)
+    magnitude = maxwell(maxwell_key, dims, dtype)
+    sign = rademacher(sign_key, dims, dtype)
+    return sign * magnitude * scale + loc
+
+
+def _weibull_min(key: KeyArray, scale: Array, concentration: Array, shape: tuple[int, ...],
+                 dtype: np.dtype[Any]) -> Array:
+    u = uniform(key, shape, dtype, 0, 1)
+    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+
+
+def _generalized_normal(key: KeyArray, p: Array, shape: tuple[int, ...],
+                        dtype: np.dtype[Any]) -> Array:
+    k1, k2 = _split_keys(key, 2)
+    g = gamma(k1, 1 / p, shape, dtype)
+    r = rademacher(k2, shape, dtype)
+    return r * g ** (1 / p)
+
+
+def _ball(key: KeyArray, p: Array, d: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    k1, k2 = _split_keys(key, 2)
+    g = generalized_normal(k1, p, (*shape, d), dtype)
+    e = exponential(k2, shape, dtype)
+    return g / ((jnp.sum(jnp.abs(g) ** p, axis=-1) + e) ** (1 / p))[..., None]
+
+
+_t_compiled = jit(_t, static_argnums=(2, 3))
+_chisquare_compiled = jit(_chisquare, static_argnums=(2, 3))
+_f_compiled = jit(_f, static_argnums=(3, 4))
+_pareto_compiled = jit(_pareto, static_argnums=(2, 3))
+_rayleigh_compiled = jit(_rayleigh, static_argnums=(2, 3))
+_wald_compiled = jit(_wald, static_argnums=(2, 3))
+_lognormal_compiled = jit(_lognormal, static_argnums=(2, 3))
+_triangular_compiled = jit(_triangular, static_argnums=(4, 5))
+_geometric_compiled = jit(_geometric, static_argnums=(2, 3))
+_maxwell_compiled = jit(_maxwell, static_argnums=(1, 2))
+_double_sided_maxwell_compiled = jit(_double_sided_maxwell, static_argnums=(3, 4))
+_weibull_min_compiled = jit(_weibull_min, static_argnums=(3, 4))
+_generalized_normal_compiled = jit(_generalized_normal, static_argnums=(2, 3))
+_ball_compiled = jit(_ball, static_argnums=(2, 3, 4))
+
+
+def _real_params(fun: str, **params: Any) -> list[Array]:
+    out = []
+    for name, v in params.items():
+        _check_real(fun, v, name)
+        out.append(_as_array(fun, v, name))
+    return out
+
+
+def t(key: KeyArray, df: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Student's t floats with ``df`` degrees of freedom."""
+    k = _check_key("t", key)
+    dt = _float_dtype("t", dtype)
+    dims = _out_shape("t", shape, df=df)
+    return _t_compiled(k, *_real_params("t", df=df), dims, dt)
+
+
+def chisquare(key: KeyArray, df: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Chi-square floats with ``df`` degrees of freedom (``2 * Gamma(df / 2)``)."""
+    k = _check_key("chisquare", key)
+    dt = _float_dtype("chisquare", dtype)
+    dims = _out_shape("chisquare", shape, df=df)
+    return _chisquare_compiled(k, *_real_params("chisquare", df=df), dims, dt)
+
+
+def f(key: KeyArray, dfnum: Any, dfden: Any, shape: Shape | None = None,
+      dtype: Any = None) -> Array:
+    """F-distributed floats (a ratio of scaled chi-squares)."""
+    k = _check_key("f", key)
+    dt = _float_dtype("f", dtype)
+    dims = _out_shape("f", shape, dfnum=dfnum, dfden=dfden)
+    return _f_compiled(k, *_real_params("f", dfnum=dfnum, dfden=dfden), dims, dt)
+
+
+def pareto(key: KeyArray, b: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Pareto floats with shape parameter ``b`` (support [1, inf))."""
+    k = _check_key("pareto", key)
+    dt = _float_dtype("pareto", dtype)
+    dims = _out_shape("pareto", shape, b=b)
+    return _pareto_compiled(k, *_real_params("pareto", b=b), dims, dt)
+
+
+def rayleigh(key: KeyArray, scale: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Rayleigh floats with ``scale``."""
+    k = _check_key("rayleigh", key)
+    dt = _float_dtype("rayleigh", dtype)
+    dims = _out_shape("rayleigh", shape, scale=scale)
+    return _rayleigh_compiled(k, *_real_params("rayleigh", scale=scale), dims, dt)
+
+
+def wald(key: KeyArray, mean: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Wald (inverse Gaussian, unit shape) floats with ``mean``."""
+    k = _check_key("wald", key)
+    dt = _float_dtype("wald", dtype)
+    dims = _out_shape("wald", shape, mean=mean)
+    return _wald_compiled(k, *_real_params("wald", mean=mean), dims, dt)
+
+
+def lognormal(key: KeyArray, sigma: Any = np.float32(1), shape: Shape | None = None,
+              dtype: Any = None) -> Array:
+    """``exp(sigma * N(0, 1))`` floats."""
+    k = _check_key("lognormal", key)
+    dt = _float_dtype("lognormal", dtype)
+    dims = _out_shape("lognormal", shape, sigma=sigma)
+    return _lognormal_compiled(k, *_real_params("lognormal", sigma=sigma), dims, dt)
+
+
+def triangular(key: KeyArray, left: Any, mode: Any, right: Any, shape: Shape | None = None,
+               dtype: Any = None) -> Array:
+    """Triangular floats on [left, right] peaking at ``mode``."""
+    k = _check_key("triangular", key)
+    dt = _float_dtype("triangular", dtype)
+    dims = _out_shape("triangular", shape, left=left, mode=mode, right=right)
+    return _triangular_compiled(k, *_real_params("triangular", left=left, mode=mode,
+                                                 right=right), dims, dt)
+
+
+def geometric(key: KeyArray, p: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
+    """Geometric integers >= 1: trials up to the first success of probability ``p``."""
+    k = _check_key("geometric", key)
+    dt = _util.user_dtype("lamina.random.geometric", dtype) or dtypes.default_int_dtype()
+    if not dtypes.is_integer(dt):
+        raise ValueError(f"lamina.random.geometric: dtype argument must be an integer dtype, "
+                         f"got {dt}")
+    dims = _out_shape("geometric", shape, p=p)
+    return _geometric_compiled(k, *_real_params("geometric", p=p), dims, dt)
+
+
+def maxwell(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
+    """Maxwell floats: the norm of three standard normals."""
+    k = _check_key("maxwell", key)
+    dt = _float_dtype("maxwell", dtype)
+    return _maxwell_compiled(k, _shape("maxwell", shape), dt)
+
+
+def double_sided_maxwell(key: KeyArray, loc: Any, scale: Any, shape: Shape = (),
+                         dtype: Any = None) -> Array:
+    """``loc + scale * sign * maxwell``; the result shape is ``shape`` (or the
+    parameters' broadcast shape when empty) followed by that broadcast shape."""
+    k = _check_key("double_sided_maxwell", key)
+    dt = _float_dtype("double_sided_maxwell", dtype)
+    dims = _shape("double_sided_maxwell", shape)
+    return _double_sided_maxwell_compiled(
+        k, *_real_params("double_sided_maxwell", loc=loc, scale=scale), dims, dt)
+
+
+def weibull_min(key: KeyArray, scale: Any, concentration: Any, shape: Shape = (),
+                dtype: Any = None) -> Array:
+    """Weibull floats ``scale * (-log(1 - u)) ** (1 / concentration)``."""
+    k = _check_key("weibull_min", key)
+    dt = _float_dtype("weibull_min", dtype)
+    dims = _shape("weibull_min", shape)
+    return _weibull_min_compiled(
+        k, *_real_params("weibull_min", scale=scale, concentration=concentration), dims, dt)
+
+
+def generalized_normal(key: KeyArray, p: Any, shape: Shape = (), dtype: Any = None) -> Array:
+    """Generalized normal floats, density proportional to ``exp(-|x| ** p)``."""
+    k = _check_key("generalized_normal", key)
+    dt = _float_dtype("generalized_normal", dtype)
+    dims = _shape("generalized_normal", shape)
+    return _generalized_normal_compiled(k, *_real_params("generalized_normal", p=p), dims, dt)
+
+
+def ball(key: KeyArray, d: int, p: Any = 2, shape: Shape = (), dtype: Any = None) -> Array:
+    """Points uniform in the ``d``-dimensional unit ``p``-norm ball (shape ``shape + (d,)``)."""
+    k = _check_key("ball", key)
+    dt = _float_dtype("ball", dtype)
+    dims = _shape("ball", shape)
+    dim = operator.index(core.concrete_or_error(
+        None, d, "The d argument of lamina.random.ball must be a concrete integer."))
+    if dim < 0:
+        raise ValueError(f"lamina.random.ball: d must be non-negative, got {dim}")
+    return _ball_compiled(k, *_real_params("ball", p=p), dim, dims, dt)
+
+
+def clone(key: KeyArray) -> KeyArray:
+    """A copy of ``key`` that the compiler keeps as a separate value."""
+    out = lax.copy_p.bind(_check_key("clone", key))
+    return PRNGKeyArray(out) if _is_typed(key) else out
+
+
+# --- samplers built on matrix decompositions ----------------------------------------------------
+def _multivariate_normal(key: KeyArray, mean: Array, cov: Array, shape: tuple[int, ...],
+                         dtype: np.dtype[Any], method: str) -> Array:
+    if method == "svd":
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = u * lax.sqrt(s)[..., None, :]
+    elif method == "eigh":
+        w, v = jnp.linalg.eigh(cov)
+        factor = v * lax.sqrt(w)[..., None, :]
+    else:
+        factor = jnp.linalg.cholesky(cov)
+    samples = normal(key, shape + get_aval(mean).shape[-1:], dtype)
+    return mean + jnp.einsum("...ij,...j->...i", factor, samples)
+
+
+_multivariate_normal_compiled = jit(_multivariate_normal, static_argnums=(3, 4, 5))
+
+
+def multivariate_normal(key: KeyArray, mean: Any, cov: Any, shape: Shape | None = None,
+                        dtype: Any = None, method: str = "cholesky") -> Array:
+    """Normal vectors with ``mean`` (shape ``(..., n)``) and covariance ``cov``
+    (``(..., n, n)``), through its Cholesky factor, or through ``eigh`` or
+    ``svd`` (for singular covariances); the result is ``shape + (n,)``."""
+    k = _check_key("multivariate_normal", key)
+    for name, v in (("mean", mean), ("cov", cov)):
+        _check_real("multivariate_normal", v, name)
+    m, c = _util.promote_dtypes_inexact("lamina.random.multivariate_normal", mean, cov)
+    if method not in ("svd", "eigh", "cholesky"):
+        raise ValueError(f"lamina.random.multivariate_normal: method must be one of 'svd', "
+                         f"'eigh' and 'cholesky', got {method!r}")
+    dt = get_aval(m).dtype if dtype is None else _float_dtype("multivariate_normal", dtype)
+    if not dtypes.is_floating(dt):
+        raise ValueError(f"lamina.random.multivariate_normal: dtype argument must be a float "
+                         f"dtype, got {dt}")
+    m_shape, c_shape = get_aval(m).shape, get_aval(c).shape
+    if len(m_shape) < 1:
+        raise ValueError(f"lamina.random.multivariate_normal: mean must have at least one "
+                         f"dimension, got shape {m_shape}")
+    if len(c_shape) < 2:
+        raise ValueError(f"lamina.random.multivariate_normal: cov must have at least two "
+                         f"dimensions, got shape {c_shape}")
+    n = m_shape[-1]
+    if c_shape[-2:] != (n, n):
+        raise ValueError(f"lamina.random.multivariate_normal: cov must have shape (..., {n}, "
+                         f"{n}) for a mean of shape {m_shape}, got {c_shape}")
+    if shape is None:
+        dims = _util.broadcast_shapes("lamina.random.multivariate_normal", m_shape[:-1],
+                                      c_shape[:-2])
+    else:
+        dims = _shape("multivariate_normal", shape)
+        _check_shape("multivariate_normal", dims, m_shape[:-1], c_shape[:-2])
+    return _multivariate_normal_compiled(k, m, c, dims, dt, method)
+
+
+def _orthogonal(key: KeyArray, n: int, m: int, shape: tuple[int, ...],
+                dtype: np.dtype[Any]) -> Array:
+    z = normal(key, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    x = q * lax.expand_dims(lax.sign(d), (get_aval(d).ndim - 1,))
+    return jnp.swapaxes(x, -1, -2) if n < m else x
+
+
+_orthogonal_compiled = jit(_orthogonal, static_argnums=(1, 2, 3, 4))
+
+
+def orthogonal(key: KeyArray, n: int, shape: Shape = (), dtype: Any = None,
+               m: int | None = None) -> Array:
+    """Matrices of shape ``shape + (n, m)`` (``m`` defaults to ``n``) with
+    orthonormal columns (or rows, when ``n < m``), uniform under the Haar
+    measure (the QR factor of a normal matrix, signs fixed by R's diagonal)."""
+    k = _check_key("orthogonal", key)
+    dt = _float_dtype("orthogonal", dtype)
+    dims = _shape("orthogonal", shape)
+    sizes = []
+    for name, v in (("n", n), ("m", n if m is None else m)):
+        value = core.concrete_or_error(
+            None, v, f"The {name} argument of lamina.random.orthogonal must be concrete.")
+        try:
+            size = operator.index(value)
+        except TypeError:
+            raise TypeError(f"lamina.random.orthogonal: {name} must be an integer, got "
+                            f"{v!r}") from None
+        if size < 0:
+            raise ValueError(f"lamina.random.orthogonal: {name} must be non-negative, got {size}")
+        sizes.append(size)
+    return _orthogonal_compiled(k, sizes[0], sizes[1], dims, dt)

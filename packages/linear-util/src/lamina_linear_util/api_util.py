@@ -39,8 +39,10 @@ from lamina_linear_util.tree_util import (
     PyTreeDef,
     debug_keystr,
     first_prefix_mismatch,
+    is_too_deep,
     none_leaf_registry,
     registry,
+    too_deep_error,
     treedef_children,
 )
 
@@ -57,6 +59,7 @@ __all__ = [
     "as_hashable_function",
     "check_callable",
     "debug_info",
+    "deep_argument_error",
     "ensure_index_tuple",
     "ensure_str_tuple",
     "flatten_axes",
@@ -340,6 +343,36 @@ def _arg_names(sig: inspect.Signature | None, args: Sequence[Any], kwargs: dict[
                  for path, leaf in pairs if leaf is not _STATIC)
 
 
+def deep_argument_error(fun_desc: str, fun: Callable[..., Any], args: Sequence[Any],
+                        kwargs: dict[str, Any]) -> RecursionError | None:
+    """The error for a call of ``fun`` (described as ``fun_desc``, e.g.
+    ``jit(f)``) whose arguments could not be flattened because one is nested
+    too deeply: it names the first such argument (``x``, ``args[1]``,
+    ``kwargs['k']``). ``None`` when every argument flattens (the failure was
+    elsewhere). For error paths only: it flattens each argument again."""
+    sig = fun_signature(fun)
+    ordered: list[tuple[str, Any]] | None = None
+    if sig is not None:
+        try:
+            ordered = _bound_order(sig, sig.bind(*args, **kwargs), kwargs)
+        except TypeError:
+            ordered = None
+    if ordered is None:
+        ordered = [(f"args[{i}]", x) for i, x in enumerate(args)]
+        ordered += [(f"kwargs[{k!r}]", kwargs[k]) for k in sorted(kwargs)]
+    star = next((n for n, p in sig.parameters.items() if p.kind is _VAR_POSITIONAL),
+                None) if sig is not None else None
+    for name, value in ordered:
+        parts = [(f"{name}[{i}]", x) for i, x in enumerate(value)] if name == star else \
+            [(name, value)]
+        for part_name, part in parts:
+            try:
+                _flatten(part)
+            except (SystemError, RecursionError):
+                return too_deep_error(f"{fun_desc}: argument {part_name}")
+    return None
+
+
 def _bare_name(fun: Callable[..., Any]) -> str | None:
     name = fun_name(fun)
     return name if name and not any(c.isspace() for c in name) else None
@@ -372,14 +405,26 @@ def debug_info(traced_for: str, fun: Callable[..., Any], args: Sequence[Any],
         sourceinfo = fun_sourceinfo(fun) or _bare_name(fun)
     if signature is None:
         signature = fun_signature(fun)
-    names = _arg_names(signature, args, kwargs, static_argnums, static_argnames)
+    try:
+        names = _arg_names(signature, args, kwargs, static_argnums, static_argnames)
+    except SystemError as e:
+        named = deep_argument_error(f"{traced_for}({fun_name(fun) or 'fun'})", fun, args,
+                                    kwargs) if is_too_deep(e) else None
+        if named is None:
+            raise
+        raise named from None
     return TracingDebugInfo(traced_for, sourceinfo, names, None)
 
 
 def _record_result_paths(inner: Callable[..., Any], store: Store, *args: Any,
                          **kwargs: Any) -> Any:
     ans = inner(*args, **kwargs)
-    pairs, _ = _flatten_with_path(ans)
+    try:
+        pairs, _ = _flatten_with_path(ans)
+    except SystemError as e:
+        if not is_too_deep(e):
+            raise
+        raise too_deep_error("the traced function's result") from None
     store.store(tuple("result" + debug_keystr(path) for path, _ in pairs))
     return ans
 

@@ -6,7 +6,8 @@ recognise errors raised by higher ones (``linear_util``) without an import cycle
 
 from __future__ import annotations
 
-__all__ = ["StoreError", "TransformationError", "NonHashableStaticArgumentError"]
+__all__ = ["StoreError", "TransformationError", "NonHashableStaticArgumentError",
+           "PyTreeTooDeepError"]
 
 
 class StoreError(Exception):
@@ -21,3 +22,9 @@ class TransformationError(TypeError):
 
 class NonHashableStaticArgumentError(ValueError):
     """A static argument cannot be hashed, so it cannot be part of a cache key."""
+
+
+class PyTreeTooDeepError(RecursionError):
+    """A pytree nested more deeply than flattening can follow (jaxlib's C++
+    flattening stops at Python's recursion limit), or one that contains
+    itself. The message names what was being flattened."""

@@ -22,10 +22,13 @@ import collections
 import dataclasses
 import functools
 import re
+import sys
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from jaxlib import _jax  # type: ignore[attr-defined]
+
+from lamina_linear_util.errors import PyTreeTooDeepError
 
 __all__ = [
     "DictKey",
@@ -37,21 +40,28 @@ __all__ = [
     "PrefixMismatch",
     "PyTreeDef",
     "SequenceKey",
+    "Unspecified",
     "all_leaves",
     "broadcast_prefix",
     "debug_keystr",
+    "default_registry",
     "dispatch_registry",
     "first_prefix_mismatch",
     "flatten_one_level",
+    "flatten_one_level_with_keys",
+    "is_too_deep",
+    "is_tree_node",
     "keystr",
     "none_leaf_registry",
     "register_dataclass",
     "register_pytree_node",
     "register_pytree_node_class",
     "register_pytree_with_keys",
+    "register_pytree_with_keys_class",
     "register_static",
     "registry",
     "tree_all",
+    "tree_broadcast",
     "tree_flatten",
     "tree_flatten_with_path",
     "tree_leaves",
@@ -59,8 +69,10 @@ __all__ = [
     "tree_map",
     "tree_map_with_path",
     "tree_reduce",
+    "tree_reduce_associative",
     "tree_structure",
     "tree_transpose",
+    "too_deep_error",
     "tree_unflatten",
     "treedef_children",
     "treedef_is_leaf",
@@ -159,11 +171,50 @@ dispatch_registry: Any = _new_registry(none_is_node=True)
 jaxlib's C++ jit path, which parses arguments with this registry: there,
 lamina's array wrapper is a node around the jaxlib array it holds."""
 
+default_registry: Any = registry
+"""JAX's name for :data:`registry`."""
+
 _ALL_REGISTRIES: tuple[Any, ...] = (registry, none_leaf_registry, dispatch_registry)
 
 # Bound once: the wrappers below then cost one Python call over the C++ one.
 _flatten = registry.flatten
 _flatten_with_path = registry.flatten_with_path
+
+
+# --------------------------------------------------------------------------
+# Trees too deep to flatten
+# --------------------------------------------------------------------------
+
+def is_too_deep(error: BaseException) -> bool:
+    """Whether ``error`` is jaxlib's report of a tree nested past the
+    recursion limit: the C++ flattening raises a ``RecursionError`` that
+    nanobind turns into a ``SystemError`` (the RecursionError as its cause)."""
+    # When the C++ jit function calls its miss handler with the error still
+    # pending, the handler's first C call wraps it in another SystemError:
+    # follow the chain down to the RecursionError.
+    if isinstance(error, RecursionError):  # raised as it is on some call paths
+        return "in flatten" in str(error)
+    seen: BaseException | None = error
+    for _ in range(8):
+        if not isinstance(seen, SystemError):
+            return False
+        cause = seen.__cause__ or seen.__context__
+        if isinstance(cause, RecursionError):
+            return True
+        seen = cause
+    return False
+
+
+def too_deep_error(what: str) -> PyTreeTooDeepError:
+    """The error for ``what`` (``tree_flatten: the tree``, ``jit(f): argument
+    x``) being a pytree too deeply nested to flatten."""
+    limit = sys.getrecursionlimit()
+    return PyTreeTooDeepError(
+        f"{what} is a pytree nested too deeply to flatten: flattening follows at most "
+        f"about {limit - 2} levels of nesting (Python's recursion limit, "
+        f"sys.getrecursionlimit() = {limit}), or the tree contains itself. Use a "
+        "flatter structure (an array, or a list of leaves), or raise the limit with "
+        "sys.setrecursionlimit.")
 
 
 # --------------------------------------------------------------------------
@@ -176,7 +227,10 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
 
     ``is_leaf(x)`` returning true stops the traversal at ``x`` (it becomes a leaf).
     """
-    leaves, treedef = _flatten(tree, is_leaf)
+    try:
+        leaves, treedef = _flatten(tree, is_leaf)
+    except SystemError as e:
+        raise _checked(e, "tree_flatten") from None
     return leaves, treedef
 
 
@@ -187,14 +241,27 @@ def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
 
 def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
     """The leaves of ``tree`` in flatten order."""
-    leaves: list[Any] = _flatten(tree, is_leaf)[0]
+    try:
+        leaves: list[Any] = _flatten(tree, is_leaf)[0]
+    except SystemError as e:
+        raise _checked(e, "tree_leaves") from None
     return leaves
 
 
 def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
     """The structure (``PyTreeDef``) of ``tree``."""
-    treedef: PyTreeDef = _flatten(tree, is_leaf)[1]
+    try:
+        treedef: PyTreeDef = _flatten(tree, is_leaf)[1]
+    except SystemError as e:
+        raise _checked(e, "tree_structure") from None
     return treedef
+
+
+def _checked(error: SystemError, fun: str) -> BaseException:
+    """What to raise for a ``SystemError`` out of the C++ flattening of the
+    tree passed to ``fun``: the clear error when it is a tree too deep,
+    otherwise the error itself."""
+    return too_deep_error(f"{fun}: the tree") if is_too_deep(error) else error
 
 
 def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
@@ -208,7 +275,10 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None
     if is_leaf is not None and not is_leaf_takes_path:
         leaf_test = is_leaf
         predicate = lambda _path, x: leaf_test(x)
-    pairs, treedef = _flatten_with_path(tree, predicate)
+    try:
+        pairs, treedef = _flatten_with_path(tree, predicate)
+    except SystemError as e:
+        raise _checked(e, "tree_flatten_with_path") from None
     return pairs, treedef
 
 
@@ -434,7 +504,10 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any,
     (then ``f`` receives the corresponding subtrees). A mismatch raises a
     ``ValueError`` naming the key path where the structures differ.
     """
-    leaves, treedef = _flatten(tree, is_leaf)
+    try:
+        leaves, treedef = _flatten(tree, is_leaf)
+    except SystemError as e:
+        raise _checked(e, "tree_map") from None
     if not rest:
         return treedef.unflatten(map(f, leaves))
     try:
@@ -528,6 +601,71 @@ def broadcast_prefix(prefix_tree: Any, full_tree: Any,
     return result
 
 
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``prefix_tree`` grown to the structure of ``full_tree``: each of its
+    leaves is repeated at every leaf of the matching subtree of ``full_tree``
+    (``tree_broadcast([1, 2], [(3, 4), 5])`` is ``[(1, 1), 2]``). A
+    ``ValueError`` names where ``prefix_tree`` is not a prefix."""
+    leaves = broadcast_prefix(prefix_tree, full_tree, is_leaf)
+    return tree_structure(full_tree).unflatten(leaves)
+
+
+class Unspecified:
+    """The default of ``identity`` in :func:`tree_reduce_associative`: no
+    identity was given."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Unspecified()"
+
+
+_UNSPECIFIED = Unspecified()
+
+
+def tree_reduce_associative(operation: Callable[[T, T], T], tree: Any, *,
+                            identity: T | Unspecified = _UNSPECIFIED,
+                            is_leaf: Callable[[Any], bool] | None = None) -> T:
+    """Reduce the leaves of ``tree`` with the associative ``operation`` as a
+    balanced binary tree (the left half of the leaves, then the right half,
+    then ``operation`` of the two). An empty tree gives ``identity``; without
+    one it is a ``TypeError``."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if isinstance(identity, Unspecified):
+            raise TypeError("tree_reduce_associative: the tree has no leaves and no "
+                            "identity was given; pass identity= for empty trees")
+        return identity
+
+    def halves(lo: int, hi: int) -> T:
+        if hi - lo == 1:
+            leaf: T = leaves[lo]
+            return leaf
+        mid = lo + (hi - lo) // 2
+        return operation(halves(lo, mid), halves(mid, hi))
+
+    return halves(0, len(leaves))
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[list[tuple[KeyEntry, Any]], Any]:
+    """The ``(key, child)`` pairs and auxiliary data of the pytree node
+    ``tree`` (namedtuple children are keyed by their field names). Raises
+    ``ValueError`` if ``tree`` is a leaf."""
+    out = _keyed_children(tree)
+    if out is None:
+        raise ValueError(f"flatten_one_level_with_keys: {tree!r} of type "
+                         f"{type(tree).__name__} is a leaf, not a pytree node")
+    return out
+
+
+def is_tree_node(typ: type[Any]) -> bool:
+    """Whether instances of ``typ`` are pytree nodes (built in, a namedtuple,
+    or registered), not leaves."""
+    return bool(registry.is_node(typ))
+
+
 # --------------------------------------------------------------------------
 # Registration
 # --------------------------------------------------------------------------
@@ -582,6 +720,23 @@ def register_pytree_node_class(cls: TypeT) -> TypeT:
     register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
     return cls
 
+
+def register_pytree_with_keys_class(cls: TypeT) -> TypeT:
+    """Class decorator: register a class with ``tree_flatten_with_keys(self)``
+    (returning ``(((key, child), ...), aux)``) and ``tree_unflatten(cls, aux,
+    children)`` methods; a ``tree_flatten(self)`` method, when the class has
+    one, is used where no keys are needed."""
+    def flatten_with_keys(x: Any) -> tuple[Iterable[tuple[KeyEntry, Any]], Any]:
+        out: tuple[Iterable[tuple[KeyEntry, Any]], Any] = x.tree_flatten_with_keys()
+        return out
+
+    flatten: Callable[[Any], tuple[Iterable[Any], Any]] | None = None
+    if hasattr(cls, "tree_flatten"):
+        def flatten(x: Any) -> tuple[Iterable[Any], Any]:
+            out: tuple[Iterable[Any], Any] = x.tree_flatten()
+            return out
+    register_pytree_with_keys(cls, flatten_with_keys, cls.tree_unflatten, flatten)
+    return cls
 
 def register_static(cls: TypeT) -> TypeT:
     """Class decorator: instances are pytrees with no leaves (they are static)."""

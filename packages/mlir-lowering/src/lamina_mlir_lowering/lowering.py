@@ -296,7 +296,7 @@ def _lower_per_platform(ctx: LoweringRuleContext, rules: list[LoweringRule],
 
 
 def _const_values(consts: Sequence[Any], constvars: Sequence[Var]) -> list[Value]:
-    return [ir_constant(np.asarray(c, dtype=v.aval.dtype)) for c, v in zip(consts, constvars)]
+    return [ir_constant(c, dtype=v.aval.dtype) for c, v in zip(consts, constvars)]
 
 
 def _as_jaxpr_and_consts(jaxpr: ClosedJaxpr | Jaxpr) -> tuple[Jaxpr, Sequence[Any]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import ml_dtypes
 import numpy as np
@@ -22,7 +22,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 from typing_extensions import TypeAlias
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, has_no_value, no_value_error
 
 __all__ = [
     "Value", "dtype_to_ir_type", "aval_to_ir_type", "TypeCache", "type_cache",
@@ -96,7 +96,10 @@ class TypeCache:
     Keys are avals (hashable, value-compared), ``(shape, dtype)`` pairs, a
     scalar's dtype and bytes, or a tuple of ints; the values are only valid
     in the context the cache belongs to (MLIR uniques types and attributes
-    per context, so sharing them between lowerings is safe).
+    per context, so sharing them between lowerings is safe). Each table keeps
+    at most :data:`_MAX_ENTRIES` entries and starts over past it, so a
+    program that keeps making functions with new constants or shapes does
+    not grow it without end.
     """
 
     __slots__ = ("context", "_elements", "_tensors", "_shaped", "_scalar_attrs",
@@ -122,7 +125,7 @@ class TypeCache:
     def tensor(self, aval: ShapedArray) -> ir.RankedTensorType:
         t = self._tensors.get(aval)
         if t is None:
-            t = self._tensors[aval] = self.shaped(aval.shape, aval.dtype)
+            t = _remember(self._tensors, aval, self.shaped(aval.shape, aval.dtype))
         return t
 
     def shaped(self, shape: Sequence[int], dtype: Any) -> ir.RankedTensorType:
@@ -130,7 +133,8 @@ class TypeCache:
         t = self._shaped.get(key)
         if t is None:
             with self.context:
-                t = self._shaped[key] = ir.RankedTensorType.get(key[0], self.element(key[1]))
+                t = _remember(self._shaped, key,
+                              ir.RankedTensorType.get(key[0], self.element(key[1])))
         return t
 
     def _scalar(self, value: np.ndarray[Any, Any]) -> tuple[ir.DenseElementsAttr, ir.Type]:
@@ -139,7 +143,7 @@ class TypeCache:
         if hit is None:
             with self.context:
                 attr = dense_elements_attr(value)
-                hit = self._scalar_attrs[key] = (attr, attr.type)
+                hit = _remember(self._scalar_attrs, key, (attr, attr.type))
         return hit
 
     def scalar_attr(self, value: np.ndarray[Any, Any]) -> ir.DenseElementsAttr:
@@ -161,7 +165,7 @@ class TypeCache:
         attr = self._i64_arrays.get(key)
         if attr is None:
             with self.context:
-                attr = self._i64_arrays[key] = dense_i64_array(key)
+                attr = _remember(self._i64_arrays, key, dense_i64_array(key))
         return attr
 
     def attribute(self, key: Hashable, build: Callable[[], ir.Attribute]) -> ir.Attribute:
@@ -170,8 +174,23 @@ class TypeCache:
         attr = self._attrs.get(key)
         if attr is None:
             with self.context:
-                attr = self._attrs[key] = build()
+                attr = _remember(self._attrs, key, build())
         return attr
+
+
+#: The bound of each of a TypeCache's tables (see :class:`TypeCache`).
+_MAX_ENTRIES = 4096
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _remember(table: dict[K, V], key: K, value: V) -> V:
+    """``table[key] = value`` (emptying ``table`` first when it is full)."""
+    if len(table) >= _MAX_ENTRIES:
+        table.clear()
+    table[key] = value
+    return value
 
 
 _caches: weakref.WeakKeyDictionary[ir.Context, TypeCache] = weakref.WeakKeyDictionary()
@@ -219,6 +238,8 @@ def ir_constant(value: Any, dtype: Any = None) -> Value:
     An array with zero strides (``np.broadcast_to``, ``np.zeros_like`` of a
     broadcast) is emitted as a constant of its distinct part broadcast to
     the full shape, so big splats don't become big literals."""
+    if has_no_value(value):
+        raise no_value_error(value)
     arr = np.asarray(value, dtype=dtype)
     if arr.dtype == dtypes.float0:
         arr = np.zeros(arr.shape, np.bool_)

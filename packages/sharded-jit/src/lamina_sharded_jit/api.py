@@ -33,10 +33,10 @@ from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_fu
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import core
-from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.avals import ShapedArray, abstract_only_types
 from lamina_tracing_core.core import EvalTrace, Tracer
 
-from lamina_sharded_jit.arguments import aval_or_none, check_runnable
+from lamina_sharded_jit.arguments import aval_or_none, check_runnable, too_deep_arguments
 from lamina_sharded_jit.call_cache import CallCache, CallSignature
 from lamina_sharded_jit.dispatch import MISS, FastEntry, at_top_level, host_or_array
 from lamina_sharded_jit.execution import CompiledProgram, clear_program_caches, pjit_call
@@ -77,6 +77,9 @@ class ShapeDtypeStruct(tc_api.ShapeDtypeStruct):
     __hash__ = tc_api.ShapeDtypeStruct.__hash__
 
 
+abstract_only_types.add(ShapeDtypeStruct)  # an aval without data, like its base
+
+
 # --- the jitted function --------------------------------------------------------------------------
 class Jitted:
     """The state behind ``jit(fun)``: its facts, its remembered call
@@ -97,8 +100,11 @@ class Jitted:
         self._has_static = info.has_static
         #: the call signatures seen, with their params and compiled programs
         self._calls = CallCache()
-        #: jaxlib's C++ jit function in front of this object, if any
-        self._cpp: Any = None
+        #: jaxlib's C++ jit function in front of this object, if any; weak,
+        #: since that function holds this object (its miss handler): a
+        #: reference back would make a cycle, and a dropped function would
+        #: then keep its compiled programs until the next full collection
+        self._cpp: weakref.ref[Any] | None = None
         _all_jitted.add(self)
 
     # -- calling -------------------------------------------------------------
@@ -130,7 +136,12 @@ class Jitted:
         """The C++ function's miss: the Python path, and the fastpath for the
         call's signature when the call was a plain one (see
         ``lamina_interpreters_pxla.cpp_dispatch``)."""
-        out, entry, leaves = self._python_call(args, kwargs)
+        try:
+            out, entry, leaves = self._python_call(args, kwargs)
+        except SystemError as e:
+            # jaxlib's C++ function flattened the arguments first: a tree too
+            # deep to flatten reaches here as a pending RecursionError
+            raise too_deep_arguments(e, self._desc(), self._info.fun, args, kwargs) from None
         if entry is None or entry.donated_kept:  # donations are recorded in Python
             return out, None, False
         kept = range(entry.n) if entry.kept is None else entry.kept
@@ -141,12 +152,26 @@ class Jitted:
         """The call's argument structure (the call cache's key; None when a
         static argument is unhashable, which :func:`infer_params` reports)
         and its flat dynamic arguments."""
-        if not self._has_static:
-            leaves, treedef = _flatten((args, kwargs))
-            return treedef, leaves
-        _, dyn_args, dyn_kwargs, static_key = split_static(self._info, args, kwargs)
-        leaves, treedef = _flatten((dyn_args, dyn_kwargs))
+        try:
+            if not self._has_static:
+                leaves, treedef = _flatten((args, kwargs))
+                return treedef, leaves
+            _, dyn_args, dyn_kwargs, static_key = split_static(self._info, args, kwargs)
+            leaves, treedef = _flatten((dyn_args, dyn_kwargs))
+        except SystemError as e:
+            raise too_deep_arguments(e, self._desc(), self._info.fun, args, kwargs) from None
         return ((treedef, static_key) if _hashable(static_key) else None), leaves
+
+    def _desc(self) -> str:
+        return f"{self._info.api_name}({self._info.fun_name})"
+
+    def _params(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PjitParams:
+        """:func:`infer_params` for a stage (``trace``, ``eval_shape``), with
+        the error naming an argument too deep to flatten."""
+        try:
+            return infer_params(self._info, args, kwargs)
+        except SystemError as e:
+            raise too_deep_arguments(e, self._desc(), self._info.fun, args, kwargs) from None
 
     def _infer(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                structure: Hashable | None, leaves: Sequence[Any]
@@ -210,7 +235,7 @@ class Jitted:
         ``ShapeDtypeStruct``s), traced as at top level: it never closes over
         tracers of a transformation around the call."""
         with fresh_tracing():
-            p = infer_params(self._info, args, kwargs)
+            p = self._params(args, kwargs)
         return make_traced(self._info, p)
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
@@ -220,7 +245,7 @@ class Jitted:
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         """The output structure as ``ShapeDtypeStruct``s (with ``.sharding``
         where ``out_shardings`` gives one), without running anything."""
-        p = infer_params(self._info, args, kwargs)
+        p = self._params(args, kwargs)
         structs = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type, none_if_unspecified(s))
                    for a, s in zip(p.jaxpr.out_avals, p.out_shardings)]
         return tu.tree_unflatten(p.out_tree, structs)
@@ -229,8 +254,9 @@ class Jitted:
     def clear_cache(self) -> None:
         """Forgets this function's signatures, its C++ fastpaths and its traces."""
         self._calls.clear()
-        if self._cpp is not None:
-            self._cpp._clear_cache()
+        cpp = self._cpp() if self._cpp is not None else None
+        if cpp is not None:
+            cpp._clear_cache()
         trace_cache.evict_function(self._info.fun)
 
     def _cache_size(self) -> int:
@@ -331,9 +357,10 @@ def _callable_of(jitted: Jitted) -> Any:
         return jitted
     stages = {name: getattr(jitted, name) for name in _STAGE_METHODS}
     # _jitted: the Python side, for introspection and tests
-    jitted._cpp = new_cpp_function(jitted._info.fun_name, jitted._info.fun, jitted._cache_miss,
-                                   _jitted=jitted, **stages)
-    return jitted._cpp
+    cpp = new_cpp_function(jitted._info.fun_name, jitted._info.fun, jitted._cache_miss,
+                           _jitted=jitted, **stages)
+    jitted._cpp = weakref.ref(cpp)
+    return cpp
 
 
 def _plain_jitted(fun: Callable[..., Any], static_argnums: Any = None) -> Jitted:

@@ -24,14 +24,15 @@ from typing import Any
 
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
 from lamina_interpreters_pxla.stages import ArgInfo
+from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
+from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.control_flow.common import structure_differences
 
 __all__ = ["arg_aval", "aval_or_none", "canonical_aval", "check_arg_types",
-           "structure_mismatch_message"]
+           "structure_mismatch_message", "too_deep_arguments"]
 
 #: the interned avals; cleared when it grows past _MAX_INTERNED (the entries
 #: are small and shared by every function, so a coarse bound suffices)
@@ -51,7 +52,10 @@ def canonical_aval(aval: ShapedArray) -> ShapedArray:
 
 
 def aval_or_none(x: Any) -> ShapedArray | None:
-    """``get_aval(x)``, or ``None`` when ``x`` is not a value lamina takes."""
+    """``get_aval(x)``, or ``None`` when ``x`` is not a value lamina takes or
+    holds no data (a ``ShapeDtypeStruct``)."""
+    if has_no_value(x):
+        return None
     try:
         return get_aval(x)
     except InvalidInputError:
@@ -91,6 +95,20 @@ def arg_aval(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
         raise TypeError(f"{fun_desc}: argument {name} has dtype {aval.dtype}, which is not a "
                         "valid lamina array type")
     return canonical_aval(aval)
+
+
+def too_deep_arguments(error: SystemError, fun_desc: str, fun: Any, args: Sequence[Any],
+                       kwargs: dict[str, Any]) -> BaseException:
+    """What to raise for a ``SystemError`` met while flattening (or, for
+    jaxlib's C++ jit, just after it flattened) the arguments of a call of
+    ``fun_desc``: the error naming the argument nested too deeply to flatten
+    (``jit(f): argument x is a pytree nested too deeply ...``), or ``error``
+    itself when it has another cause."""
+    if tu.is_too_deep(error):
+        named = api_util.deep_argument_error(fun_desc, fun, args, kwargs)
+        if named is not None:
+            return named
+    return error
 
 
 def _describes_an_array(x: Any) -> bool:

@@ -71,11 +71,19 @@ class CrossPlatformError(ValueError):
 # --- programs ------------------------------------------------------------------------------------
 @dataclass(eq=False)
 class LoweredProgram:
-    """A jaxpr lowered for one placement (see the module docstring)."""
+    """A jaxpr lowered for one placement (see the module docstring).
+
+    It records what it needs of the jaxpr (names and types), not the jaxpr:
+    it is kept in the jaxpr's own store (the lowering cache), and a reference
+    back would make a cycle, so a dropped function's program (its module and
+    executable) would wait for a full collection instead of going with it."""
 
     lowering: LoweringResult
     fun_name: str
-    jaxpr: ClosedJaxpr
+    arg_names: tuple[str | None, ...]
+    result_names: tuple[str | None, ...]
+    in_avals: list[ShapedArray]
+    out_avals: list[ShapedArray]
     devices: tuple[Any, ...]
     mesh: Any
     platforms: tuple[str, ...]
@@ -86,31 +94,13 @@ class LoweredProgram:
     compiler_options_kvs: tuple[tuple[str, Any], ...]
     compiled: CompiledProgram | None = field(default=None, repr=False)
 
-    @property
-    def arg_names(self) -> tuple[str | None, ...]:
-        dbg = self.jaxpr.jaxpr.debug_info
-        return tuple(dbg.arg_names) if dbg is not None else (None,) * len(self.in_shardings)
-
-    @property
-    def result_names(self) -> tuple[str | None, ...]:
-        dbg = self.jaxpr.jaxpr.debug_info
-        return (tuple(dbg.result_paths) if dbg is not None
-                else (None,) * len(self.out_shardings))
-
-    @property
-    def in_avals(self) -> list[ShapedArray]:
-        return self.jaxpr.in_avals
-
-    @property
-    def out_avals(self) -> list[ShapedArray]:
-        return self.jaxpr.out_avals
-
 
 @dataclass(eq=False)
 class CompiledProgram:
-    """A compiled program and what calling it needs."""
+    """A compiled program and what calling it needs. Its lowered program
+    holds it (``LoweredProgram.compiled``), not the other way round: a
+    reference back would make a cycle (see :class:`LoweredProgram`)."""
 
-    lowered: LoweredProgram
     executable: Executable
     in_shardings: tuple[Any, ...]   # concrete, one per jaxpr input
     out_shardings: tuple[Any, ...]  # concrete, one per output
@@ -273,8 +263,9 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
             arg_shardings=specs_in, result_shardings=specs_out, donated_args=donated,
             num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape)
     any_explicit = bool(sources)
-    return LoweredProgram(lowering, name, jaxpr, tuple(devices), mesh, tuple(target), in_sh,
-                          out_sh, donated, committed or any_explicit, compiler_options_kvs)
+    return LoweredProgram(lowering, name, tuple(arg_names), tuple(res_names), list(in_avals),
+                          list(out_avals), tuple(devices), mesh, tuple(target), in_sh, out_sh,
+                          donated, committed or any_explicit, compiler_options_kvs)
 
 
 def _without_dead_code(jaxpr: ClosedJaxpr) -> ClosedJaxpr:
@@ -331,7 +322,7 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
         kept_var_idx=lowering.kept_var_idx,
         out_committed=[program.committed] * len(program.out_avals), lowering=lowering)
     handlers = [result_handler(a, s, program.committed) for a, s in zip(out_avals, out_sh)]
-    compiled = CompiledProgram(program, executable, tuple(in_sh), tuple(out_sh), handlers)
+    compiled = CompiledProgram(executable, tuple(in_sh), tuple(out_sh), handlers)
     program.compiled = compiled
     return compiled
 

@@ -117,7 +117,8 @@ def describe_trace_miss(fun: WrappedFun, old: CacheKey, new: CacheKey) -> str:
         else:
             reasons.append(f"the {label} changed from {_show(a)} to {_show(b)}")
     if _differs(old.context, new.context):
-        reasons.append(f"the tracing context (x64 flag, bound axis names, mesh) changed "
+        reasons.append(f"the tracing context (x64 flag, bound axis names, mesh, sharded_jit scope, "
+                       f"full tracebacks in locations) changed "
                        f"from {_show(old.context)} to {_show(new.context)}")
     return "; ".join(reasons) or "no part of the key differs (an unequal but alike value?)"
 

@@ -7,7 +7,8 @@ from the tracing cache is the same object); ``inline=True`` lowers the body
 in place. Explicit shardings of a nested jit become sharding constraints on
 the call's operands and results. A sharding constraint becomes Shardy's
 ``sdy.sharding_constraint`` (or a ``Sharding`` custom call in GSPMD modules)
-over the module's mesh; in a single-device module it is the identity.
+over the module's mesh; in a module of one partition (a single device, or
+the replicas of a ``pmap``) it is the identity.
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ MESH_SYMBOL = "mesh"
 
 def constrain(ctx: LoweringRuleContext, x: Any, sharding: Any, aval: ShapedArray,
               where: str) -> Any:
-    """``x`` with a sharding constraint (unchanged in single-device modules)."""
+    """``x`` with a sharding constraint; unchanged in modules of one partition
+    (single-device ones, and replica-mode ones such as a ``pmap``'s: each
+    replica runs the whole inner function on its one device, so there is
+    nothing to partition and the module has no mesh to name)."""
     mctx = ctx.module_context
-    if mctx.num_partitions == 1 and mctx.num_replicas == 1:
+    if mctx.num_partitions == 1:
         return x
     spec = nested_spec(sharding, aval, where)
     if spec is None:

@@ -138,7 +138,7 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
         self._traced = traced
         lowering = program.lowering
         super().__init__(
-            lowering, fun_name=program.fun_name, jaxpr=program.jaxpr,
+            lowering, fun_name=program.fun_name, jaxpr=traced._p.jaxpr,
             platforms=program.platforms, in_tree=traced.in_tree, out_tree=traced.out_tree,
             args_info=traced.flat_args_info, out_info=traced.flat_out_info,
             devices=program.devices, in_shardings=list(program.in_shardings),

@@ -6,8 +6,10 @@ to a ``ClosedJaxpr`` through linear-util's :func:`cache`. The key is the
 user function (held weakly), its transformations (static arguments baked in
 by ``argnums_partial``, the argument tree by ``flatten_fun``), its debug info
 (argument names), the avals, the explicit input shardings, and a context
-(the x64 flag, the named axes bound around the call, the current mesh and
-``sharded_jit`` scope). ``jit`` calls, ``jit(f).trace``, ``eval_shape`` and
+(the x64 flag, the named axes bound around the call, the current mesh,
+``sharded_jit`` scope and ``include_full_tracebacks_in_locations``: with it on,
+equations record their callers' frames, so a jaxpr traced with the other
+setting lowers to other locations). ``jit`` calls, ``jit(f).trace``, ``eval_shape`` and
 inner ``jit``s met while tracing an outer function all go through it, so an
 inner function is traced once however often its caller is retraced.
 
@@ -34,7 +36,7 @@ from lamina_tracing_core import core, dtypes
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr
-from lamina_tracing_core.source_info import reset_name_stack
+from lamina_tracing_core.source_info import include_full_tracebacks_in_locations, reset_name_stack
 
 from lamina_sharded_jit.explain import describe_trace_miss, log_cost
 
@@ -88,7 +90,8 @@ def tracing_context() -> Hashable:
     names = core.bound_axis_names()
     axes = tuple((n, core.axis_size(n)) for n in names) if names else ()
     extra = tuple(part() for part in _context_parts)
-    return (dtypes.x64_enabled(), axes, get_current_mesh(), extra)
+    return (dtypes.x64_enabled(), axes, get_current_mesh(), extra,
+            include_full_tracebacks_in_locations())
 
 
 def _trace(fun: WrappedFun, in_shardings: tuple[Any, ...]) -> TraceResult:

@@ -74,14 +74,20 @@ cotangent_name = _names.cotangent
 
 # --- the JVP trace -------------------------------------------------------------------------
 class JVPTracer(Tracer):
-    """A primal value with its tangent (possibly a symbolic ``Zero``)."""
+    """A primal value with its tangent (possibly a symbolic ``Zero``).
 
-    __slots__ = ("primal", "tangent")
+    For error messages it also carries ``deps``, a bit mask over the flat
+    arguments of the differentiated function (bit ``i``: the value depends
+    on argument ``i``; kept only where the JVP trace was started for that
+    function, see :func:`_argument_deps`)."""
 
-    def __init__(self, trace: Trace, primal: Any, tangent: Any):
+    __slots__ = ("primal", "tangent", "deps")
+
+    def __init__(self, trace: Trace, primal: Any, tangent: Any, deps: int = 0):
         self._trace = trace
         self.primal = primal
         self.tangent = tangent
+        self.deps = deps
 
     @property
     def aval(self) -> ShapedArray:
@@ -112,6 +118,29 @@ class JVPTracer(Tracer):
                     return info
         return None
 
+    def _operand_origin(self) -> tuple[list[str], Any] | None:
+        primal = self.primal
+        if isinstance(primal, Tracer):  # a staging or batching trace below knows more
+            origin = primal._operand_origin()
+            if origin is not None:
+                return origin
+        if not self.deps:
+            return None
+        dbg = self._trace.main.debug_info
+        names = [n for i, n in enumerate(dbg.arg_names) if self.deps >> i & 1 and n is not None]
+        return names, dbg
+
+
+def _argument_deps(main: MainTrace, n_primals: int) -> list[int]:
+    """The ``deps`` of the input tracers of a JVP trace started for a function
+    (its debug info names exactly its ``n_primals`` flat arguments): argument
+    ``i`` depends on itself. All zero when the names do not fit."""
+    dbg = main.debug_info
+    names = getattr(dbg, "arg_names", None)
+    if names is None or len(names) != n_primals:
+        return [0] * n_primals
+    return [1 << i for i in range(n_primals)]
+
 
 def _to_primal_tangent(trace: JVPTrace, x: Any) -> tuple[Any, Any]:
     if isinstance(x, JVPTracer) and x._trace is trace:
@@ -119,10 +148,10 @@ def _to_primal_tangent(trace: JVPTrace, x: Any) -> tuple[Any, Any]:
     return x, Zero(tangent_aval(get_aval(x)))
 
 
-def maybe_jvp_tracer(trace: JVPTrace, primal: Any, tangent: Any) -> Any:
+def maybe_jvp_tracer(trace: JVPTrace, primal: Any, tangent: Any, deps: int = 0) -> Any:
     if tangent is None or type(tangent) is Zero:
         return primal
-    return JVPTracer(trace, primal, tangent)
+    return JVPTracer(trace, primal, tangent, deps)
 
 
 class JVPTrace(Trace):
@@ -145,9 +174,12 @@ class JVPTrace(Trace):
             raise MissingRuleError(
                 f"Differentiation rule for '{primitive.name}' not implemented")
         primal_out, tangent_out = rule(primals, tangents, **params)
+        deps = 0
+        for t in tracers:
+            deps |= t.deps
         if primitive.multiple_results:
-            return [maybe_jvp_tracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
-        return maybe_jvp_tracer(self, primal_out, tangent_out)
+            return [maybe_jvp_tracer(self, p, t, deps) for p, t in zip(primal_out, tangent_out)]
+        return maybe_jvp_tracer(self, primal_out, tangent_out, deps)
 
     def process_map(self, primitive: core.MapPrimitive, fun: WrappedFun, tracers: list[Any],
                     params: dict[str, Any]) -> list[Any]:
@@ -238,21 +270,29 @@ class JVPTrace(Trace):
 # --- JVP of WrappedFuns --------------------------------------------------------------------
 def _jvp_flat(inner: Callable[..., Any], store: Any, main: MainTrace,
               nonzeros: tuple[bool, ...], instantiate: bool | tuple[bool, ...],
-              *args: Any) -> list[Any]:
+              *args: Any, own_main: bool = False) -> list[Any]:
     """``(*primals, *nonzero_tangents) -> (*primals_out, *nonzero_tangents_out)``
-    inside ``main``; stores which output tangents are present."""
+    inside ``main``; stores which output tangents are present. With
+    ``own_main`` (``main`` was started for this function) the inputs record
+    which argument they are, for error messages."""
     n = len(nonzeros)
     primals, nz_tangents = args[:n], iter(args[n:])
     trace = main.trace
     assert isinstance(trace, JVPTrace)
-    in_tracers = [JVPTracer(trace, p, next(nz_tangents)) if nz else p
-                  for p, nz in zip(primals, nonzeros)]
+    deps = _argument_deps(main, n) if own_main else [0] * n
+    in_tracers = [JVPTracer(trace, p, next(nz_tangents), d) if nz else p
+                  for p, nz, d in zip(primals, nonzeros, deps)]
     outs = inner(*in_tracers)
     out_primals, out_tangents = [], []
-    for x in outs:
-        p, t = _to_primal_tangent(trace, trace.full_raise(x))
-        out_primals.append(p)
-        out_tangents.append(t)
+    try:
+        for x in outs:
+            p, t = _to_primal_tangent(trace, trace.full_raise(x))
+            out_primals.append(p)
+            out_tangents.append(t)
+    except InvalidInputError:
+        if not own_main:
+            raise
+        raise core.invalid_output_error(main.debug_info, outs) from None
     inst = ((instantiate,) * len(outs) if isinstance(instantiate, bool) else instantiate)
     out_tangents = [instantiate_zeros(t) if i and type(t) is Zero else t
                     for t, i in zip(out_tangents, inst)]
@@ -279,9 +319,9 @@ def _jvp_new_main(inner: Callable[..., Any], store: Any, nonzeros: tuple[bool, .
     the equations get ``jvp(f)`` in their name stack."""
     with core.new_main(JVPTrace, transform="jvp", debug_info=debug_info) as main:
         if not name_stack:
-            return _jvp_flat(inner, store, main, nonzeros, instantiate, *args)
+            return _jvp_flat(inner, store, main, nonzeros, instantiate, *args, own_main=True)
         with _si.transform_name_stack("jvp", debug_info):
-            return _jvp_flat(inner, store, main, nonzeros, instantiate, *args)
+            return _jvp_flat(inner, store, main, nonzeros, instantiate, *args, own_main=True)
 
 
 def jvp_fun(fun: WrappedFun, nonzeros: Sequence[bool],
@@ -414,7 +454,8 @@ def _jvp_for_linearize(inner: Callable[..., Any], store: Any, has_aux: bool,
             _si.transform_name_stack("jvp", debug_info):
         trace = main.trace
         assert isinstance(trace, JVPTrace)
-        in_tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        deps = _argument_deps(main, n)
+        in_tracers = [JVPTracer(trace, p, t, d) for p, t, d in zip(primals, tangents, deps)]
         result = inner(*in_tracers)
         if has_aux:
             outs, aux = result

@@ -22,7 +22,13 @@ from lamina_tracing_core import ad, batching, core, dtypes
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import (Zero, instantiate_zeros, staging, tangent_aval,
                                          typed_array)
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import (
+    InvalidInputError,
+    ShapedArray,
+    abstract_only_types,
+    aval_handlers,
+    get_aval,
+)
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 from lamina_tracing_core.lax.common import const
 from lamina_tracing_core.lax import convert, structural, elementwise
@@ -63,6 +69,17 @@ class ShapeDtypeStruct:
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def _aval_of_shape_dtype_struct(x: ShapeDtypeStruct) -> ShapedArray:
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+# A ShapeDtypeStruct has an aval but no value, as in JAX: it traces like an
+# array wherever it is met (an argument, a closed-over constant, an operand of
+# a lax or NumPy function while tracing), and running it is a TypeError.
+aval_handlers[ShapeDtypeStruct] = _aval_of_shape_dtype_struct
+abstract_only_types.add(ShapeDtypeStruct)
 
 
 _HOST_VALUES = (bool, int, float, complex, np.ndarray, np.generic)
@@ -139,8 +156,16 @@ def eval_jaxpr(jaxpr: Jaxpr | ClosedJaxpr, consts: Sequence[Any], *args: Any,
     return core.eval_jaxpr(inner, consts, *args, propagate_source_info=propagate_source_info)
 
 
+def _for_function(traced_for: str, fun: Callable[..., Any]) -> str:
+    """`` (the function f at file.py:3 for grad)``: appended to JAX's wording of
+    an error about how a transformation was called, so it names the function."""
+    src = api_util.fun_sourceinfo(fun) or api_util.fun_name(fun)
+    return f" (the function {src} for {traced_for})"
+
+
 # --- jvp and linearize ---------------------------------------------------------------------------
-def _check_jvp_args(primals: Any, tangents: Any) -> tuple[list[Any], list[Any], Any]:
+def _check_jvp_args(primals: Any, tangents: Any, fun: Callable[..., Any] | None = None
+                    ) -> tuple[list[Any], list[Any], Any]:
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
                         f"{type(primals).__name__} and {type(tangents).__name__}.")
@@ -149,7 +174,8 @@ def _check_jvp_args(primals: Any, tangents: Any) -> tuple[list[Any], list[Any], 
     if tree != tangent_tree:
         raise TypeError("primal and tangent arguments to jvp must have the same tree "
                         f"structure; primals have tree structure {tree} whereas tangents "
-                        f"have tree structure {tangent_tree}.")
+                        f"have tree structure {tangent_tree}."
+                        + (_for_function("jvp", fun) if fun is not None else ""))
     names = _flat_arg_names(primals)
     out_tangents: list[Any] = []
     for name, p, t in zip(names, primals_flat, tangents_flat):
@@ -179,7 +205,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     """``(primals_out, tangents_out)`` (and ``aux``): ``fun`` evaluated at
     ``primals`` with its Jacobian-vector product with ``tangents``."""
     api_util.check_callable(fun)
-    primals_flat, tangents_flat, in_tree = _check_jvp_args(primals, tangents)
+    primals_flat, tangents_flat, in_tree = _check_jvp_args(primals, tangents, fun)
     f = _traced_fun("jvp", fun, tuple(primals), {})
     if has_aux:
         flat_fun, trees = api_util.flatten_fun_nokwargs2(f, in_tree)
@@ -270,13 +296,15 @@ def _vjp(f: WrappedFun, primals: Sequence[Any], *, has_aux: bool) -> Any:
             raise ValueError(f"Tree structure of cotangent input {ct_tree}, does not match "
                              f"structure of primal output {out_tree}.")
         checked = []
-        for ct, aval in zip(cts_flat, out_avals):
+        for i, (ct, aval) in enumerate(zip(cts_flat, out_avals)):
             ct_aval = get_aval(ct)
             want = tangent_aval(aval)
             if ct_aval.shape != aval.shape:
+                owner = core.describe_output(f.debug_info, i, len(out_avals))
                 raise ValueError(f"Shape of cotangent input to vjp pullback function "
                                  f"{ct_aval.shape} must be the same as the shape of "
-                                 f"corresponding primal input {aval.shape}.")
+                                 f"corresponding primal input {aval.shape} (the cotangent of "
+                                 f"{owner}).")
             if ct_aval.dtype != want.dtype and not ct_aval.weak_type:
                 raise ValueError(f"Type of cotangent input to vjp pullback function "
                                  f"({ct_aval.dtype}) is not the expected tangent type "
@@ -334,8 +362,9 @@ def _check_output_dtype_grad(holomorphic: bool, x: Any) -> None:
                         "functions with integer outputs, use jax.vjp directly.")
 
 
-def _check_scalar(x: Any, fun_name: str) -> None:
-    msg = "Gradient only defined for scalar-output functions. Output {}."
+def _check_scalar(x: Any, traced_for: str, fun: Callable[..., Any]) -> None:
+    msg = "Gradient only defined for scalar-output functions. Output {}." + _for_function(
+        traced_for, fun)
     try:
         aval = get_aval(x)
     except TypeError as e:
@@ -379,12 +408,14 @@ def _diff_fun(traced_for: str, fun: Callable[..., Any], argnums: int | Sequence[
     if not args:
         raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
                         f"{max(nums) + 1 if nums else 1} positional arguments to be passed "
-                        f"by the caller, but got only 0 positional arguments.")
+                        f"by the caller, but got only 0 positional arguments."
+                        + _for_function(traced_for, fun))
     for i in nums:
         if not -len(args) <= i < len(args):
             raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
                             f"least {max(nums) + 1} positional arguments to be passed by the "
-                            f"caller, but got only {len(args)} positional arguments.")
+                            f"caller, but got only {len(args)} positional arguments."
+                            + _for_function(traced_for, fun))
     dyn = tuple(i % len(args) for i in nums)
     static = [i for i in range(len(args)) if i not in dyn]
     dbg = api_util.debug_info(traced_for, fun, args, kwargs, static_argnums=static,
@@ -421,14 +452,17 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
         f, dyn_args = _diff_fun(traced_for, fun, argnums, args, kwargs)
         names = f.debug_info.arg_names if f.debug_info is not None else ()
         leaves = tu.tree_leaves(dyn_args)
-        for i, leaf in enumerate(leaves):
-            _check_input_dtype_grad(holomorphic, allow_int,
-                                    names[i] if i < len(names) else None, leaf)
+        try:
+            for i, leaf in enumerate(leaves):
+                _check_input_dtype_grad(holomorphic, allow_int,
+                                        names[i] if i < len(names) else None, leaf)
+        except InvalidInputError:
+            raise core.invalid_argument_error(f.debug_info, leaves) from None
         if has_aux:
             ans, vjp_py, aux = _vjp(f, dyn_args, has_aux=True)
         else:
             ans, vjp_py = _vjp(f, dyn_args, has_aux=False)
-        _check_scalar(ans, getattr(fun, "__name__", "function"))
+        _check_scalar(ans, traced_for, fun)
         _check_output_dtype_grad(holomorphic, ans)
         # the seed 1 in the output's type: weak for a weak output (a Python
         # scalar), as in JAX, so the gradient promotes like the input did
@@ -659,13 +693,16 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
             raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
                              "corresponding to the positional arguments passed to the "
                              f"function, but got len(in_axes)={len(in_axes)}, "
-                             f"len(args)={len(args)}")
+                             f"len(args)={len(args)}" + _for_function("vmap", fun))
         f = _traced_fun("vmap", fun, args, kwargs)
         args_flat, in_tree = tu.tree_flatten((tuple(args), kwargs))
         in_dims = api_util.flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True,
                                         tupled_args=True)
-        size = _mapped_axis_size(fun, args_flat, in_dims, _vmap_arg_descriptions(f, kwargs),
-                                 axis_size)
+        try:
+            size = _mapped_axis_size(fun, args_flat, in_dims, _vmap_arg_descriptions(f, kwargs),
+                                     axis_size)
+        except InvalidInputError:
+            raise core.invalid_argument_error(f.debug_info, args_flat) from None
         in_dims = [None if d is None else int(d) % max(get_aval(x).ndim, 1)
                    for x, d in zip(args_flat, in_dims)]
         flat_fun, out_tree = api_util.flatten_fun(f, in_tree)
@@ -714,12 +751,12 @@ def _mapped_axis_size(fun: Callable[..., Any], args_flat: Sequence[Any],
             raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
                              f"implies that its rank should be at least {d + 1 if d >= 0 else -d}"
                              f", but is only {aval.ndim} (its shape is {aval.shape}) for "
-                             f"{name}")
+                             f"{name}" + _for_function("vmap", fun))
         sizes.append((aval.shape[d], d % aval.ndim, name, aval))
     if not sizes:
         if axis_size is None:
             raise ValueError("vmap must have at least one non-None value in in_axes or "
-                             "axis_size must be specified")
+                             "axis_size must be specified" + _for_function("vmap", fun))
         return int(axis_size)
     distinct = {s for s, _, _, _ in sizes}
     if axis_size is not None:

@@ -211,6 +211,25 @@ for _numpy_type in set(np.sctypeDict.values()):
         aval_handlers[_numpy_type] = _aval_of_numpy
 
 
+#: types whose values have an aval but no data (``ShapeDtypeStruct``): they
+#: trace like arrays, and code that needs the data (eager dispatch, lowering a
+#: constant, a call that runs) rejects them with :func:`no_value_error`.
+abstract_only_types: set[type] = set()
+
+
+def has_no_value(x: Any) -> bool:
+    """Whether ``x`` stands for an array without holding one (its exact type
+    is registered in :data:`abstract_only_types`; a subclass registers too)."""
+    return type(x) in abstract_only_types
+
+
+def no_value_error(x: Any) -> TypeError:
+    """JAX's error (code matches on it) for using a value-less stand-in where
+    data is needed."""
+    return TypeError(f"A {type(x).__name__} does not have a value and cannot be used as a "
+                     "constant in a lamina function.")
+
+
 class InvalidInputError(TypeError):
     """A value that lamina cannot treat as an array."""
 

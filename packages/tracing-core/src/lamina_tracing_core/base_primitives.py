@@ -496,6 +496,12 @@ batching_rules[transpose_p] = _transpose_batch
 
 # --- full ------------------------------------------------------------------------------
 def _fill_scalar(fill_value: Any, dtype: Any, weak_type: bool) -> Any:
+    if type(fill_value) is int and dtype.kind in "iu" \
+            and not dtypes.python_int_fits(fill_value, dtypes.default_int_dtype()):
+        # As JAX: an explicit fill converts a Python int like a C cast from a
+        # 64-bit integer (full((), 2**32 - 1, uint32) is 4294967295, 2**32 wraps
+        # to 0); operators keep the default-integer rule of `_fold`.
+        fill_value = np.asarray(fill_value).astype(dtype)
     return convert_element_type_internal(fill_value, dtype, weak_type)
 
 

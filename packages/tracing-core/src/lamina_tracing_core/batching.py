@@ -134,6 +134,14 @@ class BatchTracer(Tracer):
         val = self.val
         return val._origin_source_info() if isinstance(val, Tracer) else None
 
+    def _operand_origin(self) -> tuple[list[str], Any] | None:
+        dbg = self._trace.main.debug_info
+        names = _argument_names(dbg, self.deps)
+        if names or self.deps:
+            return names, dbg
+        val = self.val  # unbatched: an enclosing transformation may know
+        return val._operand_origin() if isinstance(val, Tracer) else None
+
 
 def _argument_names(debug_info: Any, deps: int) -> list[str]:
     """The names of the arguments whose bits are set in ``deps`` (those known)."""
@@ -206,7 +214,8 @@ class BatchTrace(Trace):
                             for d, ax in zip(dims, in_axes))
         inner_dims = tuple(d - 1 if ax is not None and d is not None and ax < d else d
                            for d, ax in zip(dims, in_axes))
-        fun_b, out_dims = batch_subtrace(fun, self.main, inner_dims)
+        fun_b, out_dims = batch_subtrace(fun, self.main, inner_dims,
+                                         tuple(t.deps for t in tracers))
         out_axes_thunk = params["out_axes_thunk"]
 
         def new_out_axes_thunk() -> tuple[int | None, ...]:
@@ -218,7 +227,8 @@ class BatchTrace(Trace):
         outs = primitive.bind(fun_b, *vals, **new_params)
         final_dims = [d + 1 if ax is not None and d is not None and ax <= d else d
                       for d, ax in zip(out_dims(), out_axes_thunk())]
-        return [BatchTracer(self, v, d) for v, d in zip(outs, final_dims)]
+        deps = _joint_deps(tracers)
+        return [BatchTracer(self, v, d, deps) for v, d in zip(outs, final_dims)]
 
     def post_process_map(self, primitive: core.MapPrimitive, out_tracers: list[Any],
                          params: dict[str, Any], *, debug_info: JaxprDebugInfo
@@ -237,8 +247,8 @@ class BatchTrace(Trace):
         def todo(outs: list[Any]) -> list[Any]:
             out_axes = seen_axes[-1]
             return [BatchTracer(self, v, d + 1 if ax is not None and d is not None
-                                and ax <= d else d)
-                    for v, d, ax in zip(outs, dims, out_axes)]
+                                and ax <= d else d, t.deps)
+                    for v, d, ax, t in zip(outs, dims, out_axes, out_tracers)]
 
         # vmap keeps names (names.batched)
         return vals, core.MapPostProcess(todo, out_axes_transform,
@@ -249,12 +259,13 @@ class BatchTrace(Trace):
                                 symbolic_zeros: bool) -> list[Any]:
         vals = [t.val for t in tracers]
         dims = tuple(t.batch_dim for t in tracers)
-        fun_b, out_dims1 = batch_subtrace(fun, self.main, dims)
+        fun_b, out_dims1 = batch_subtrace(fun, self.main, dims, tuple(t.deps for t in tracers))
         jvp_b, out_dims2 = batch_custom_jvp_subtrace(jvp, self.main, dims)
         outs = core.bind_custom_jvp(primitive, fun_b, jvp_b, vals,
                                     symbolic_zeros=symbolic_zeros)
         out_dims = _first_filled(out_dims1, out_dims2)
-        return [BatchTracer(self, v, d) for v, d in zip(outs, out_dims)]
+        deps = _joint_deps(tracers)
+        return [BatchTracer(self, v, d, deps) for v, d in zip(outs, out_dims)]
 
     def process_custom_vjp_call(self, primitive: Primitive, fun: WrappedFun,
                                 fwd: WrappedFun, bwd: Any, tracers: list[Any], *,
@@ -262,8 +273,10 @@ class BatchTrace(Trace):
         vals = [t.val for t in tracers]
         dims = tuple(t.batch_dim for t in tracers)
         fwd_dims = tuple(x for d in dims for x in (d, not_mapped))
-        fun_b, out_dims1 = batch_subtrace(fun, self.main, dims)
-        fwd_b, out_dims2 = batch_subtrace(fwd, self.main, fwd_dims)
+        in_deps = tuple(t.deps for t in tracers)
+        fun_b, out_dims1 = batch_subtrace(fun, self.main, dims, in_deps)
+        fwd_b, out_dims2 = batch_subtrace(fwd, self.main, fwd_dims,
+                                          tuple(x for d in in_deps for x in (d, 0)))
 
         def bwd_in_dims() -> tuple[int | None, ...]:
             _, res_tree, input_fwds = out_trees()
@@ -282,7 +295,16 @@ class BatchTrace(Trace):
             _, res_tree, input_fwds = out_trees()
             num_res_out = res_tree.num_leaves - sum(f is not None for f in input_fwds)
             out_dims = list(out_dims2())[num_res_out:]
-        return [BatchTracer(self, v, d) for v, d in zip(outs, out_dims)]
+        out_deps = _joint_deps(tracers)
+        return [BatchTracer(self, v, d, out_deps) for v, d in zip(outs, out_dims)]
+
+
+def _joint_deps(tracers: list[Any]) -> int:
+    """The arguments any of ``tracers`` depends on (for error messages)."""
+    deps = 0
+    for t in tracers:
+        deps |= t.deps
+    return deps
 
 
 def _first_filled(*thunks: Callable[[], Any]) -> list[Any]:
@@ -297,10 +319,12 @@ def _first_filled(*thunks: Callable[[], Any]) -> list[Any]:
 
 # --- batching WrappedFuns ------------------------------------------------------------------
 def _batch_subtrace(inner: Callable[..., Any], store: Any, main: MainTrace,
-                    in_dims: tuple[int | None, ...], *args: Any) -> list[Any]:
+                    in_dims: tuple[int | None, ...], in_deps: tuple[int, ...],
+                    *args: Any) -> list[Any]:
     trace = main.trace
-    in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
-                  for x, d in zip(args, in_dims)]
+    deps = in_deps or (0,) * len(in_dims)
+    in_tracers = [BatchTracer(trace, x, d, dep) if d is not not_mapped else x
+                  for x, d, dep in zip(args, in_dims, deps)]
     outs = inner(*in_tracers)
     out_vals, out_dims = [], []
     for o in outs:
@@ -311,11 +335,15 @@ def _batch_subtrace(inner: Callable[..., Any], store: Any, main: MainTrace,
     return out_vals
 
 
-def batch_subtrace(fun: WrappedFun, main: MainTrace, in_dims: Sequence[int | None]
+def batch_subtrace(fun: WrappedFun, main: MainTrace, in_dims: Sequence[int | None],
+                   in_deps: Sequence[int] = ()
                    ) -> tuple[WrappedFun, Callable[[], tuple[int | None, ...]]]:
     """``fun`` on batched values (batch dims ``in_dims``) under the existing
-    BatchTrace ``main``; the thunk gives the output batch dims."""
-    new_fun, out_dims = transformation_with_aux(_batch_subtrace, fun, main, tuple(in_dims))
+    BatchTrace ``main``; the thunk gives the output batch dims. ``in_deps``
+    are the ``BatchTracer.deps`` of the values passed in (which arguments of
+    ``main``'s function they depend on), so errors inside still name them."""
+    new_fun, out_dims = transformation_with_aux(_batch_subtrace, fun, main, tuple(in_dims),
+                                                tuple(in_deps))
     return _with_vmap_name(new_fun, fun), out_dims
 
 
@@ -437,9 +465,14 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
             if dest is not None:
                 # The result has the output's rank plus the batch axis; an
                 # out-of-range ``out_axes`` is an error, never taken modulo it.
-                canonicalize_axis(dest, t.aval.ndim + 1)
+                try:
+                    canonicalize_axis(dest, t.aval.ndim + 1)
+                except ValueError as e:
+                    owner = core.describe_output(debug_info, i, len(outs))
+                    raise ValueError(f"{e} (out_axes of {owner})") from None
             results.append(matchaxis(d, dest, val, axis_data.size))
     return results
+
 
 
 def _mapped_output_error(debug_info: Any, i: int, axis_data: AxisData) -> str:

@@ -138,6 +138,38 @@ def invalid_output_error(debug_info: TracingDebugInfo | None, outs: Sequence[Any
                      f"a valid JAX type")
 
 
+def describe_output(debug_info: TracingDebugInfo | None, i: int, n_outs: int) -> str:
+    """``output component ['b'] of the function f at x.py:3 for vmap`` (``the
+    result of ...`` for a single unnested result): output ``i`` of ``n_outs``
+    flat outputs, for error messages."""
+    if debug_info is None:
+        return f"output {i} of the transformed function"
+    try:
+        paths: Sequence[str | None] = debug_info.safe_result_paths(n_outs)
+    except Exception:  # noqa: BLE001 - the names are a courtesy in an error already
+        paths = ()
+    path = paths[i] if i < len(paths) else None
+    component = path[len("result"):] if path and path.startswith("result") else f"[{i}]"
+    which = f"output component {component}" if component else "the result"
+    return f"{which} of the function {debug_info.func_src_info} for {debug_info.traced_for}"
+
+
+def invalid_argument_error(debug_info: TracingDebugInfo | None, args: Sequence[Any]
+                           ) -> InvalidInputError:
+    """The error for a transformation called with a flat argument that is not
+    an array: JAX's words (``Argument 'no' of type <class 'str'> is not a
+    valid JAX type``), then the argument's path and the function
+    (``: argument x['a'] of the function f at file.py:3 for vmap``)."""
+    i, bad = next((i, x) for i, x in enumerate(args) if not _is_value(x))
+    names: Sequence[str | None] = debug_info.arg_names if debug_info is not None else ()
+    name = names[i] if len(names) == len(args) else None
+    which = f"argument {name}" if name is not None else f"flat argument {i}"
+    function = (f"the function {debug_info.func_src_info} for {debug_info.traced_for}"
+                if debug_info is not None else "the transformed function")
+    return InvalidInputError(f"Argument {bad!r} of type {type(bad)} is not a valid JAX type: "
+                             f"{which} of {function}")
+
+
 def _is_value(x: Any) -> bool:
     if isinstance(x, Tracer):
         return True
@@ -392,6 +424,12 @@ class Tracer(ArrayMethods):
 
     def _origin_source_info(self) -> _si.SourceInfo | None:
         """Where this tracer was created, when recorded."""
+        return None
+
+    def _operand_origin(self) -> tuple[list[str], Any] | None:
+        """For an error about this value as an operand: the names of the
+        traced function's arguments it depends on and that function's debug
+        info, or ``None`` when this transformation cannot tell."""
         return None
 
     # shape facts
@@ -794,7 +832,17 @@ def axis_frame(name: object) -> AxisFrame:
     for frame in reversed(_state.axis_env):
         if frame.name == name:
             return frame
-    raise UnboundAxisNameError(name, bound_axis_names())
+    raise UnboundAxisNameError(name, bound_axis_names(), _innermost_traced_function())
+
+
+def _innermost_traced_function() -> str | None:
+    """``the function f at x.py:3 for vmap``: the innermost transformation
+    that knows which function it traces (for errors met while tracing)."""
+    mains = sorted([*_state.stack, _state.dynamic], key=lambda m: m.level, reverse=True)
+    for main in mains:
+        if main.debug_info is not None:
+            return main.describe_function()
+    return None
 
 
 def bound_axis_names() -> tuple[object, ...]:

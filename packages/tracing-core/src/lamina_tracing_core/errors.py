@@ -96,15 +96,17 @@ class UnboundAxisNameError(NameError):
     """A collective names an axis that no enclosing ``vmap``/``pmap`` (or the
     lowering's axis environment) binds."""
 
-    def __init__(self, axis_name: object, bound: tuple[object, ...] = ()):
+    def __init__(self, axis_name: object, bound: tuple[object, ...] = (),
+                 tracing: str | None = None):
         self.axis_name = axis_name
         where = (f"; the axes bound here are {', '.join(map(repr, bound))}"
                  if bound else "; no named axis is bound here")
+        during = f" The error occurred while tracing {tracing}." if tracing else ""
         super().__init__(
             f"Found an unbound axis name: {axis_name}. A collective (psum, all_gather, "
             f"axis_index, ...) must be called inside a transformation that binds the "
             f"axis, such as vmap(..., axis_name={axis_name!r}) or pmap(..., "
-            f"axis_name={axis_name!r}){where}.")
+            f"axis_name={axis_name!r}){where}.{during}")
 
 
 class JaxprTypeError(TypeError):

@@ -212,6 +212,12 @@ class DynamicJaxprTracer(Tracer):
     def _origin_source_info(self) -> _si.SourceInfo | None:
         return self._source_info
 
+    def _operand_origin(self) -> tuple[list[str], Any] | None:
+        frame = self._frame
+        if not frame.alive:
+            return None
+        return argument_names_behind(self), frame.debug_info
+
 
 class DynamicJaxprTrace(Trace):
     """Stages every primitive into the jaxpr of the current frame."""
@@ -411,22 +417,24 @@ def argument_names_behind(tracer: DynamicJaxprTracer) -> list[str]:
 
 
 def describe_staged_operands(operands: Sequence[Any]) -> str:
-    """For an error about ``operands`` met while staging: each operand's type
+    """For an error about ``operands`` met while tracing: each operand's type
     and the arguments it comes from, and the function being traced
     (``float32[3] (from x['a']) and float32[4] (from y) while tracing f at
-    file.py:3 for jit``); empty when no operand is a live staged value."""
-    staged = [x for x in operands if isinstance(x, DynamicJaxprTracer) and x._frame.alive]
-    if not staged:
+    file.py:3 for jit``); empty when no operand is a tracer that can tell
+    (``Tracer._operand_origin``: staged values, batched values, and values
+    under differentiation whose primal or tangent can tell)."""
+    origins = [x._operand_origin() if isinstance(x, Tracer) else None for x in operands]
+    known = [o for o in origins if o is not None]
+    if not known:
         return ""
     parts = []
-    for x in operands:
-        aval = get_aval(x)
-        names = argument_names_behind(x) if any(x is t for t in staged) else []
-        origin = f" (from {', '.join(names)})" if names else ""
-        parts.append(f"{aval.str_long()}{origin}")
-    dbg = staged[0]._frame.debug_info
-    where = (f" while tracing {dbg.func_src_info} for {dbg.traced_for}"
-             if dbg is not None and getattr(dbg, "func_src_info", None) else "")
+    for x, origin in zip(operands, origins):
+        names = origin[0] if origin is not None else []
+        source = f" (from {', '.join(names)})" if names else ""
+        parts.append(f"{get_aval(x).str_long()}{source}")
+    # the innermost transformation's function: the first operand's that names one
+    dbg = next((d for _, d in known if getattr(d, "func_src_info", None)), None)
+    where = f" while tracing {dbg.func_src_info} for {dbg.traced_for}" if dbg is not None else ""
     return " and ".join(parts) + where
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "DistributedError": "lamina.distributed.runtime",
+    "ProcessLostError": "lamina.distributed.runtime",
     "initialize": "lamina.distributed.runtime",
     "is_initialized": "lamina.distributed.runtime",
     "shutdown": "lamina.distributed.runtime",

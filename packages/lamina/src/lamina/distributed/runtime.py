@@ -19,17 +19,39 @@ connecting, the processes check that they agree on ``num_processes``, and
 A run whose peer failed (a ``sync_global_devices`` barrier timed out) cannot
 shut down cleanly: the exit barrier would time out and jaxlib would abort the
 process, so :func:`shutdown` then leaves the client and service alone.
+
+Lost processes. The service is started *recoverable*: when a process other
+than 0 stops sending heartbeats, jaxlib no longer aborts every other process.
+Instead a daemon thread of each process (:class:`_PeerMonitor`) meets the
+others in ``get_live_nodes`` rounds; a round that comes back without some
+process means that process was lost, which is recorded (``sync_global_devices``
+then fails at once), printed, and raised in the main thread as
+:class:`ProcessLostError` (asynchronously, at its next Python instruction).
+Recoverable tasks do not wait for each other in jaxlib's shutdown, so
+:func:`shutdown` meets the others at a barrier of its own first. What cannot
+be caught: the death of process 0 (its service goes with it, and jaxlib
+aborts the other processes at once), and a main thread blocked in a jaxlib
+call (a collective, a barrier) sees the error only once the call returns.
+
+Duplicated ``process_id``. Process 0 checks that the coordinator's port is
+free before starting the service (the service's socket would share it with a
+second process 0). After connecting, every process claims its id in the
+key-value store; the second claim of an id fails, and the process that made
+it says the id is taken and by which process, and flags it for the others,
+who report it after the settings barrier.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import errno
 import os
 import socket
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +64,18 @@ class DistributedError(RuntimeError):
     """A multi-process run could not be joined, was joined wrongly, or broke."""
 
 
+class ProcessLostError(DistributedError):
+    """A process of the run stopped sending heartbeats (it died or hangs).
+
+    Raised asynchronously in the main thread; the message names the process.
+    """
+
+    def __init__(self, *args: object) -> None:
+        # raised by class from the monitor thread, so the message is looked up
+        super().__init__(*(args or (multihost_utils.peer_failure() or
+                                    "a process of the run was lost",)))
+
+
 @dataclass
 class _State:
     coordinator_address: str
@@ -49,6 +83,8 @@ class _State:
     process_id: int
     service: Any  # _jax.DistributedRuntimeService on process 0, else None
     client: Any  # _jax.DistributedRuntimeClient
+    monitor: _PeerMonitor | None
+    shutdown_timeout: int
 
 
 _lock = threading.Lock()
@@ -188,12 +224,36 @@ def _warn_before_abort(address: str, process_id: int, num_processes: int,
     return timer
 
 
+def _check_port_free(bind_address: str) -> None:
+    """Process 0's port must be free: gRPC listens with ``SO_REUSEPORT``, so a
+    second process 0 would start a second service on the same port silently."""
+    host, port = _split_address(bind_address, "coordinator_bind_address")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        probe = socket.socket(family, socket.SOCK_STREAM)
+    except OSError:
+        return  # no such address family here: the service reports what fails
+    with probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # ignore TIME_WAIT
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise DistributedError(
+                    f"lamina.distributed.initialize: process 0 cannot start the coordinator "
+                    f"service on {bind_address}: the port is already in use. Another process "
+                    f"of this run may also have been given process_id=0 (a duplicate "
+                    f"process_id: each process needs its own), or another program listens "
+                    f"on the port") from e
+
+
 def _start_service(bind_address: str, num_processes: int, heartbeat: int,
                    shutdown_timeout: int) -> Any:
+    _check_port_free(bind_address)
     try:
         return _jax.get_distributed_runtime_service(
             bind_address, num_processes, heartbeat_timeout=heartbeat,
-            shutdown_timeout=shutdown_timeout)
+            shutdown_timeout=shutdown_timeout, recoverable=True)
     except Exception as e:
         raise DistributedError(
             f"lamina.distributed.initialize: process 0 could not start the coordinator "
@@ -209,8 +269,9 @@ def _check_same_run(client: Any, address: str, num_processes: int, process_id: i
     meets at a barrier before raising, so no process leaves (taking the
     coordinator with it) before the others have read what they need.
     """
+    _claim_process_id(client, address, process_id)
     prefix = "lamina/distributed/num_processes/"
-    client.key_value_set(f"{prefix}{process_id}", str(num_processes))
+    client.key_value_set(f"{prefix}{process_id}", str(num_processes), allow_overwrite=True)
     problem: str | None = None
     for peer in (range(1, num_processes) if process_id == 0 else (0,)):
         try:
@@ -229,8 +290,109 @@ def _check_same_run(client: Any, address: str, num_processes: int, process_id: i
     except Exception as e:
         problem = problem or (f"process {process_id}: not every process checked the run's "
                               f"settings at {address}: {e}")
+    duplicates = _flagged_duplicates(client)
+    if problem is None and duplicates:
+        problem = (f"process_id {duplicates[0]} was given to two processes (a duplicate "
+                   f"process_id: each process of the run needs its own; coordinator "
+                   f"{address})")
     if problem is not None:
         raise DistributedError(f"lamina.distributed.initialize: {problem}")
+
+
+_MEMBER_PREFIX = "lamina/distributed/member/"
+_DUPLICATE_PREFIX = "lamina/distributed/duplicate/"
+
+
+def _claim_process_id(client: Any, address: str, process_id: int) -> None:
+    """Claims ``process_id`` in the key-value store; a second claim fails.
+
+    jaxlib's recoverable service takes a second process with the same id for
+    a restart of the first, so duplicates are caught here. The process that
+    claims second says so (naming the first) and flags the id for the others.
+    """
+    me = f"{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:8]})"
+    key = f"{_MEMBER_PREFIX}{process_id}"
+    try:
+        client.key_value_set(key, me)
+        return
+    except Exception as e:  # ALREADY_EXISTS: someone holds the id
+        if "ALREADY_EXISTS" not in str(e):
+            raise DistributedError(f"lamina.distributed.initialize: process {process_id} "
+                                   f"could not register at {address}: {e}") from e
+    try:
+        holder = client.key_value_try_get(key)
+    except Exception:
+        holder = "another process"
+    client.key_value_set(f"{_DUPLICATE_PREFIX}{process_id}", me, allow_overwrite=True)
+    raise DistributedError(
+        f"lamina.distributed.initialize: process_id {process_id} is a duplicate: it was "
+        f"already taken by {holder} (this process is {me}); each process of the run "
+        f"needs its own process_id (coordinator {address})")
+
+
+def _flagged_duplicates(client: Any) -> list[int]:
+    try:
+        entries = client.key_value_dir_get(_DUPLICATE_PREFIX)
+    except Exception:
+        return []
+    return sorted(int(key.rsplit("/", 1)[1]) for key, _ in entries)
+
+
+# --- lost processes ---------------------------------------------------------------------------
+class _PeerMonitor:
+    """Watches for processes that stop sending heartbeats (see the module docstring).
+
+    Every process runs one; each ``get_live_nodes`` call returns once every
+    live process has made one, so the monitors advance in rounds. A round
+    without some process means jaxlib's service declared it dead (after
+    ``heartbeat_timeout_seconds``).
+    """
+
+    def __init__(self, client: Any, process_id: int, num_processes: int,
+                 interval: float) -> None:
+        self._client = client
+        self._process_id = process_id
+        self._everyone = list(range(num_processes))
+        self._interval = interval
+        self._stopping = threading.Event()
+        self._main = threading.main_thread().ident
+        self._thread = threading.Thread(target=self._run, name="lamina-peer-monitor",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops reporting; a round already waiting finishes on its own."""
+        self._stopping.set()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                live = self._client.get_live_nodes(self._everyone)
+            except Exception as e:
+                if not self._stopping.is_set():
+                    self._report(f"the coordination service stopped answering process "
+                                 f"{self._process_id}: {e}")
+                return
+            lost = [p for p in self._everyone if p not in live]
+            if self._stopping.is_set():
+                return
+            if lost:
+                self._report(
+                    f"process{'es' if len(lost) > 1 else ''} {', '.join(map(str, lost))} of "
+                    f"the run stopped sending heartbeats (died or hangs); process "
+                    f"{self._process_id} cannot go on with the run")
+                return
+            self._stopping.wait(self._interval)
+
+    def _report(self, what: str) -> None:
+        reason = f"lamina.distributed: {what}"
+        multihost_utils.record_peer_failure(reason)
+        print(reason, file=sys.stderr, flush=True)
+        if self._main is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._main),
+                                                       ctypes.py_object(ProcessLostError))
 
 
 def _bind_address_for(address: str, bind: str | None) -> str:
@@ -257,8 +419,11 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     Errors (:class:`DistributedError`): a missing or malformed argument, a second
     call, a call after a backend was created, a coordinator that cannot be
     reached within ``initialization_timeout`` seconds (the message names the
-    address), and a ``num_processes`` that differs from process 0's. A peer that
-    stops sending heartbeats for ``heartbeat_timeout_seconds`` ends the run.
+    address), a ``num_processes`` that differs from process 0's, and a
+    ``process_id`` that another process already has. A process other than 0
+    that stops sending heartbeats for ``heartbeat_timeout_seconds`` makes the
+    others raise :class:`ProcessLostError` (naming it) in their main thread;
+    losing process 0 ends the others (jaxlib aborts them).
 
     ``local_device_ids`` (an int or a sequence of ints) is validated and, as in
     JAX, has no effect on CPU: CPU processes size themselves from
@@ -320,7 +485,11 @@ def _join(address: str, count: int, pid: int, timeout: float, heartbeat: int,
         elif service is not None:
             service.shutdown()
         raise
-    return _State(address, count, pid, service, client)
+    monitor = None
+    if count > 1:
+        monitor = _PeerMonitor(client, pid, count, interval=min(1.0, heartbeat / 4))
+        monitor.start()
+    return _State(address, count, pid, service, client, monitor, shutdown_timeout)
 
 
 def _keep_forever(*objects: Any) -> None:
@@ -345,6 +514,16 @@ def shutdown() -> None:
     if state is None:
         return
     atexit.unregister(shutdown)
+    if state.monitor is not None:
+        state.monitor.stop()
+    if multihost_utils.peer_failure() is None and state.num_processes > 1:
+        try:  # recoverable tasks do not wait for each other in client.shutdown()
+            state.client.wait_at_barrier("lamina/distributed/shutdown",
+                                         state.shutdown_timeout * 1000)
+        except Exception as e:
+            multihost_utils.record_peer_failure(
+                f"lamina.distributed.shutdown: not every process reached the exit barrier: "
+                f"{e}")
     if multihost_utils.peer_failure() is not None:
         _keep_forever(state.client, state.service)
         return

@@ -8,6 +8,7 @@ importing this package imports them all.
 
 from lamina_mlir_lowering.lax_rules import (
     collectives,
+    contractions,
     control_flow,
     elementwise,
     indexing,
@@ -15,8 +16,10 @@ from lamina_mlir_lowering.lax_rules import (
     random,
     reductions,
     sort,
+    special,
     structural,
 )
+from lamina_mlir_lowering.lax_rules import fft, windowed_reductions
 
-__all__ = ["collectives", "control_flow", "elementwise", "indexing", "linalg", "random",
-           "reductions", "sort", "structural"]
+__all__ = ["collectives", "contractions", "control_flow", "elementwise", "indexing", "linalg", "random",
+           "reductions", "sort", "special", "structural", "fft", "windowed_reductions"]

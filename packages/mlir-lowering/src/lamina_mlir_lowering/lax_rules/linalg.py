@@ -1,138 +1,482 @@
-"""dot_general and conv_general_dilated.
+"""Lowering of the decompositions (``lax.linalg``).
 
-The result type is the output aval's (``preferred_element_type`` is already
-folded into it); operands of different dtypes are first converted to the
-result dtype, as JAX does on CPU and GPU. ``precision`` (None, one value or a
-pair for lhs/rhs; lax ``Precision`` members or their names) becomes the
-op's ``precision_config``.
+On CPU each decomposition is a custom call to one of the LAPACK FFI targets
+jaxlib registers (``lapack_spotrf_ffi``, ``lapack_dgetrf_ffi``, ...), with
+the operand/result layouts, attributes and aliasing JAX uses: matrices are
+column-major inside each batch element, batch dims lead, and
+``num_batch_dims`` is passed as a frontend attribute. jaxlib's LAPACK
+module is bound to SciPy's LAPACK (``_lapack.initialize()``) before the
+first such call is lowered. Where LAPACK reports failure (``info``), the
+results are replaced by NaNs, as JAX does.
+
+On ``cuda``/``rocm``, ``cholesky``, ``lu`` (with the pivots-to-permutation
+kernel), ``eigh``, ``geqrf`` and ``householder_product`` are custom calls to
+jaxlib's cuSOLVER/hipSOLVER FFI targets (``cusolver_potrf_ffi``, ...), as
+JAX emits them; these lower from any host (the GPU plugin registers the
+targets where the module runs). Elsewhere ``cholesky`` and
+``triangular_solve`` use the StableHLO ops; ``qr`` and
+``lu_pivots_to_permutation`` are lowered through traced implementations on
+every platform (the pivots kernel on GPUs).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from jaxlib import xla_client
+from jaxlib.cpu import _lapack  # type: ignore[attr-defined]  # no stubs
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_linear_util.linear_util import wrap_init
 from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.control_flow import fori_loop
+from lamina_tracing_core.jaxpr import ClosedJaxpr
+from lamina_tracing_core.lax import linalg as la
 
-from lamina_mlir_lowering.hlo_helpers import convert_hlo, make_op
+from lamina_mlir_lowering.hlo_helpers import compare, full_like
+from lamina_mlir_lowering.lowering import lower_sub_jaxpr
 from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
-from lamina_mlir_lowering.types import Value, dense_i64_array, dense_int_elements
+from lamina_mlir_lowering.types import Value
 
-__all__ = ["precision_attr"]
+__all__: list[str] = []
 
-_PRECISION_NAMES = {
-    "DEFAULT": "DEFAULT", "FASTEST": "DEFAULT", "BFLOAT16": "DEFAULT",
-    "HIGH": "HIGH", "TENSORFLOAT32": "HIGH", "BFLOAT16_3X": "HIGH",
-    "HIGHEST": "HIGHEST", "FLOAT32": "HIGHEST",
-}
-_PRECISION_BY_VALUE = {0: "DEFAULT", 1: "HIGH", 2: "HIGHEST"}
+_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+           np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
+
+_lapack_ready = False
 
 
-def _precision_name(p: Any) -> str:
-    name = getattr(p, "name", None)
-    if isinstance(name, str):
-        return _PRECISION_NAMES[name.upper()]
-    if isinstance(p, str):
-        return _PRECISION_NAMES[p.upper()]
-    return _PRECISION_BY_VALUE[int(p)]
+def _register_lapack() -> None:
+    """Binds jaxlib's LAPACK kernels to SciPy's LAPACK and registers them as
+    CPU custom-call targets (typed FFI for the ``*_ffi`` names)."""
+    _lapack.initialize()
+    for name, fn in _lapack.registrations().items():
+        ffi = name.endswith("_ffi")
+        xla_client.register_custom_call_target(name, fn, platform="cpu", api_version=int(ffi))
+        if ffi:
+            xla_client.register_custom_call_as_batch_partitionable(name)
 
 
-def precision_attr(precision: Any) -> ir.ArrayAttr | None:
-    """``[#stablehlo<precision X>, #stablehlo<precision Y>]`` or None."""
-    if precision is None:
-        return None
-    pair = tuple(precision) if isinstance(precision, (tuple, list)) else (precision, precision)
-    if all(p is None for p in pair):
-        return None
-    names = [_precision_name(p) if p is not None else "DEFAULT" for p in pair]
-    return ir.ArrayAttr.get([hlo.PrecisionAttr.get(n) for n in names])
+def _target(ctx: LoweringRuleContext, base: str, dtype: np.dtype[Any]) -> str:
+    """``lapack_<prefix><base>_ffi`` for ``dtype``, with jaxlib's LAPACK bound
+    to SciPy's on first use."""
+    global _lapack_ready
+    prefix = _PREFIX.get(np.dtype(dtype))
+    if prefix is None:
+        raise ctx.error(f"LAPACK has no {base} for dtype {dtype}")
+    if not _lapack_ready:
+        _register_lapack()
+        _lapack_ready = True
+    return f"lapack_{prefix}{base}_ffi"
 
 
-def _convert_operands(ctx: LoweringRuleContext, lhs: Value, rhs: Value) -> tuple[Value, Value]:
-    lhs_aval, rhs_aval = ctx.avals_in[:2]
-    out = ctx.avals_out[0]
-    if lhs_aval.dtype != rhs_aval.dtype:
-        lhs = convert_hlo(lhs, lhs_aval, lhs_aval.update(dtype=out.dtype))
-        rhs = convert_hlo(rhs, rhs_aval, rhs_aval.update(dtype=out.dtype))
-    return lhs, rhs
+def _layout(aval: ShapedArray, matrix: bool) -> tuple[int, ...]:
+    """Column-major matrices inside row-major batches; other arrays row-major."""
+    nd = aval.ndim
+    if matrix and nd >= 2:
+        return (nd - 2, nd - 1, *range(nd - 3, -1, -1))
+    return tuple(range(nd - 1, -1, -1))
 
 
-def _dot_general(ctx: LoweringRuleContext, lhs: Value, rhs: Value, *,
-                 dimension_numbers: Any, precision: Any = None,
-                 **params: Any) -> Sequence[Value]:
-    lhs, rhs = _convert_operands(ctx, lhs, rhs)
-    dnums = _dot_dimension_numbers(ctx, dimension_numbers)
-    out = ctx.avals_out[0]
-    result_type = ctx.out_type()
-    if out.dtype == dtypes.bool_:
-        # XLA has no boolean dot: compute in int32 and compare with zero.
-        int_type = ctx.module_context.types.shaped(out.shape, np.int32)
-        li = hlo.convert(ctx.module_context.types.shaped(ctx.avals_in[0].shape, np.int32), lhs)
-        ri = hlo.convert(ctx.module_context.types.shaped(ctx.avals_in[1].shape, np.int32), rhs)
-        res = hlo.dot_general(int_type, li, ri, dnums, precision_config=precision_attr(precision))
-        return [convert_hlo(res, out.update(dtype=np.dtype(np.int32)), out)]
-    attrs = {"dot_dimension_numbers": dnums}
-    config = precision_attr(precision)
-    if config is not None:
-        attrs["precision_config"] = config
-    return [make_op("stablehlo.dot_general", [result_type], [lhs, rhs], attrs).result]
+def _layouts_attr(layouts: Sequence[tuple[int, ...]]) -> ir.ArrayAttr:
+    index = ir.IndexType.get()
+    return ir.ArrayAttr.get([
+        ir.DenseIntElementsAttr.get(cast(Any, np.array(lay, np.int64).reshape(len(lay))),
+                                    type=index)
+        for lay in layouts])
 
 
-def _dot_dimension_numbers(ctx: LoweringRuleContext, dimension_numbers: Any) -> Any:
-    """``#stablehlo.dot<...>`` for lax's ``((lc, rc), (lb, rb))``, built once
-    per distinct value in the context."""
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
-    key = ("dot", tuple(lhs_contract), tuple(rhs_contract), tuple(lhs_batch),
-           tuple(rhs_batch))
-    return ctx.module_context.types.attribute(key, lambda: hlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
-        lhs_contracting_dimensions=list(lhs_contract),
-        rhs_contracting_dimensions=list(rhs_contract)))
+def _u8(value: str) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(value))
 
 
-def _conv_general_dilated(ctx: LoweringRuleContext, lhs: Value, rhs: Value, *,
-                          window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
-                          lhs_dilation: Sequence[int], rhs_dilation: Sequence[int],
-                          dimension_numbers: Any, feature_group_count: int = 1,
-                          batch_group_count: int = 1, precision: Any = None,
-                          **params: Any) -> Sequence[Value]:
-    lhs_spec, rhs_spec, out_spec = _conv_specs(dimension_numbers, ctx.avals_in[0].ndim)
-    lhs, rhs = _convert_operands(ctx, lhs, rhs)
-    dnums = hlo.ConvDimensionNumbers.get(
-        input_batch_dimension=lhs_spec[0], input_feature_dimension=lhs_spec[1],
-        input_spatial_dimensions=list(lhs_spec[2:]),
-        kernel_output_feature_dimension=rhs_spec[0],
-        kernel_input_feature_dimension=rhs_spec[1],
-        kernel_spatial_dimensions=list(rhs_spec[2:]),
-        output_batch_dimension=out_spec[0], output_feature_dimension=out_spec[1],
-        output_spatial_dimensions=list(out_spec[2:]))
-    n_spatial = len(lhs_spec) - 2
-    pad = dense_int_elements(np.asarray(padding, np.int64).reshape(n_spatial, 2))
-    i64 = ir.IntegerType.get_signless(64)
-    return [hlo.convolution(
-        ctx.out_type(), lhs, rhs, dimension_numbers=dnums,
-        feature_group_count=ir.IntegerAttr.get(i64, feature_group_count),
-        batch_group_count=ir.IntegerAttr.get(i64, batch_group_count),
-        window_strides=dense_i64_array(window_strides), padding=pad,
-        lhs_dilation=dense_i64_array(lhs_dilation), rhs_dilation=dense_i64_array(rhs_dilation),
-        precision_config=precision_attr(precision))]
+def _ffi_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
+              operand_avals: Sequence[tuple[ShapedArray, bool]],
+              result_avals: Sequence[tuple[ShapedArray, bool]],
+              aliases: dict[int, int], num_batch_dims: int,
+              **attrs: ir.Attribute) -> list[Value]:
+    """A LAPACK FFI custom call; ``*_avals`` pair each aval with whether it is
+    a matrix (column-major layout); ``aliases`` maps operand to result."""
+    types = ctx.module_context.types
+    result_types = [types.tensor(a) for a, _ in result_avals]
+    multi = len(result_types) > 1
+    attributes: dict[str, ir.Attribute] = {
+        "call_target_name": ir.StringAttr.get(target),
+        "has_side_effect": ir.BoolAttr.get(False),
+        "backend_config": ir.StringAttr.get(""),
+        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+        "called_computations": ir.ArrayAttr.get([]),
+        "operand_layouts": _layouts_attr([_layout(a, m) for a, m in operand_avals]),
+        "result_layouts": _layouts_attr([_layout(a, m) for a, m in result_avals]),
+        "output_operand_aliases": ir.ArrayAttr.get([
+            hlo.OutputOperandAlias.get(output_tuple_indices=[out] if multi else [],
+                                       operand_index=inp, operand_tuple_indices=[])
+            for inp, out in aliases.items()]),
+    }
+    op = hlo.CustomCallOp.build_generic(results=result_types, operands=list(operands),
+                                        attributes=attributes)
+    op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(attrs)
+    op.operation.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
+        {"num_batch_dims": ir.StringAttr.get(str(num_batch_dims))})
+    return list(op.results)
 
 
-def _conv_specs(dimension_numbers: Any, ndim: int) -> tuple[Sequence[int], Sequence[int], Sequence[int]]:
-    """(lhs_spec, rhs_spec, out_spec) from lax's ConvDimensionNumbers (None
-    means the default NCHW/OIHW/NCHW layout)."""
-    if dimension_numbers is None:
-        default = tuple(range(ndim))
-        return default, default, default
-    if hasattr(dimension_numbers, "lhs_spec"):
-        return (dimension_numbers.lhs_spec, dimension_numbers.rhs_spec,
-                dimension_numbers.out_spec)
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    return lhs_spec, rhs_spec, out_spec
+def _nan_unless(ctx: LoweringRuleContext, ok: Value, x: Value, aval: ShapedArray,
+                batch: int) -> Value:
+    """``x`` where ``ok`` (one flag per batch element), NaN elsewhere."""
+    types = ctx.module_context.types
+    pred = hlo.broadcast_in_dim(types.shaped(aval.shape, np.dtype(bool)), ok,
+                                ir.DenseI64ArrayAttr.get(list(range(batch))))
+    nan = full_like(np.nan, aval)
+    return hlo.select(pred, x, nan)
 
 
-register_lowering(lax.dot_general_p, _dot_general)
-register_lowering(lax.conv_general_dilated_p, _conv_general_dilated)
+def _info_ok(info: Value, batch: tuple[int, ...], direction: str) -> Value:
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    return compare(info, full_like(0, info_aval), direction, np.dtype(np.int32))
+
+
+# --- cholesky -----------------------------------------------------------------------------
+
+def _cholesky_cpu(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+    aval, = ctx.avals_in
+    batch = tuple(aval.shape[:-2])
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    out, info = _ffi_call(ctx, _target(ctx, "potrf", aval.dtype), [x], [(aval, True)],
+                          [(aval, True), (info_aval, False)], {0: 0}, len(batch),
+                          uplo=_u8("L"))
+    ok = _info_ok(info, batch, "EQ")
+    return [_nan_unless(ctx, ok, out, aval, len(batch))]
+
+
+def _cholesky_generic(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+    return [hlo.cholesky(x, lower=ir.BoolAttr.get(True))]
+
+
+register_lowering(la.cholesky_p, _cholesky_generic)
+register_lowering(la.cholesky_p, _cholesky_cpu, platform="cpu")
+
+
+# --- triangular_solve -------------------------------------------------------------------
+
+def _triangular_solve_cpu(ctx: LoweringRuleContext, a: Value, b: Value, *, left_side: bool,
+                          lower: bool, transpose_a: bool, conjugate_a: bool,
+                          unit_diagonal: bool) -> Sequence[Value]:
+    a_aval, b_aval = ctx.avals_in
+    if conjugate_a and not transpose_a:
+        a = _conj(a, a_aval.dtype)
+        conjugate_a = False
+    trans = "C" if (transpose_a and conjugate_a) else "T" if transpose_a else "N"
+    batch = len(b_aval.shape) - 2
+    out, = _ffi_call(ctx, _target(ctx, "trsm", a_aval.dtype), [a, b],
+                     [(a_aval, True), (b_aval, True)], [(b_aval, True)], {1: 0}, batch,
+                     side=_u8("L" if left_side else "R"), uplo=_u8("L" if lower else "U"),
+                     trans_x=_u8(trans), diag=_u8("U" if unit_diagonal else "N"))
+    return [out]
+
+
+def _conj(x: Value, dtype: np.dtype[Any]) -> Value:
+    if dtype.kind != "c":
+        return x
+    return hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))
+
+
+def _triangular_solve_generic(ctx: LoweringRuleContext, a: Value, b: Value, *,
+                              left_side: bool, lower: bool, transpose_a: bool,
+                              conjugate_a: bool, unit_diagonal: bool) -> Sequence[Value]:
+    if conjugate_a and not transpose_a:
+        a = _conj(a, ctx.avals_in[0].dtype)
+        conjugate_a = False
+    kind = "ADJOINT" if (transpose_a and conjugate_a) else \
+        "TRANSPOSE" if transpose_a else "NO_TRANSPOSE"
+    return [hlo.triangular_solve(a, b, ir.BoolAttr.get(left_side), ir.BoolAttr.get(lower),
+                                 ir.BoolAttr.get(unit_diagonal),
+                                 hlo.TransposeAttr.get(kind))]
+
+
+register_lowering(la.triangular_solve_p, _triangular_solve_generic)
+register_lowering(la.triangular_solve_p, _triangular_solve_cpu, platform="cpu")
+
+
+# --- lu -------------------------------------------------------------------------------------
+
+def _pivots_to_permutation_impl(pivots: Any, size: int) -> Any:
+    """The permutation LAPACK's row swaps ``pivots`` apply to ``size`` rows."""
+    shape = tuple(pivots.aval.shape) if hasattr(pivots, "aval") else tuple(np.shape(pivots))
+    batch, k = shape[:-1], shape[-1]
+    nd = len(batch) + 1
+    full = (*batch, size)
+    iota = lax.broadcasted_iota(dtypes.int32, full, nd - 1)
+
+    def body(i: Any, perm: Any) -> Any:
+        j = lax.dynamic_index_in_dim(pivots, i, nd - 1, keepdims=True)
+        p_i = lax.dynamic_index_in_dim(perm, i, nd - 1, keepdims=True)
+        p_j = lax.take_along_axis(perm, j, nd - 1)
+        dims = tuple(range(nd))
+        at_i = lax.eq(iota, lax.broadcast_in_dim(i, full, ()))
+        at_j = lax.eq(iota, lax.broadcast_in_dim(j, full, dims))
+        moved = lax.select(at_j, lax.broadcast_in_dim(p_i, full, dims), perm)
+        return lax.select(at_i, lax.broadcast_in_dim(p_j, full, dims), moved)
+
+    return fori_loop(np.int32(0), np.int32(k), body, iota)
+
+
+@functools.lru_cache(maxsize=128)
+def _traced(fn: Any, in_avals: tuple[ShapedArray, ...], params: tuple[Any, ...]) -> ClosedJaxpr:
+    def apply(*args: Any) -> list[Any]:
+        out = fn(*args, *params)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(wrap_init(apply), list(in_avals))
+    return ClosedJaxpr(jaxpr, consts)
+
+
+def _plain(avals: Sequence[ShapedArray]) -> tuple[ShapedArray, ...]:
+    return tuple(ShapedArray(a.shape, a.dtype) for a in avals)
+
+
+def _pivots_rule(ctx: LoweringRuleContext, pivots: Value, *,
+                 permutation_size: int) -> Sequence[Value]:
+    jaxpr = _traced(_pivots_to_permutation_impl, _plain(ctx.avals_in), (permutation_size,))
+    return lower_sub_jaxpr(ctx, jaxpr, [pivots])
+
+
+register_lowering(la.lu_pivots_to_permutation_p, _pivots_rule)
+
+
+def _lu_cpu(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+    aval, = ctx.avals_in
+    lu_aval, piv_aval, perm_aval = ctx.avals_out
+    batch = tuple(aval.shape[:-2])
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    out, ipiv, info = _ffi_call(ctx, _target(ctx, "getrf", aval.dtype), [x], [(aval, True)],
+                                [(aval, True), (piv_aval, False), (info_aval, False)],
+                                {0: 0}, len(batch))
+    one = full_like(1, piv_aval)
+    pivots = hlo.subtract(ipiv, one)
+    ok = _info_ok(info, batch, "GE")
+    lu_out = _nan_unless(ctx, ok, out, lu_aval, len(batch))
+    sub = ctx.replace(primitive=la.lu_pivots_to_permutation_p, avals_in=[piv_aval],
+                      avals_out=[perm_aval])
+    perm, = _pivots_rule(sub, pivots, permutation_size=int(aval.shape[-2]))
+    return [lu_out, pivots, perm]
+
+
+register_lowering(la.lu_p, _lu_cpu, platform="cpu")
+
+
+# --- eigh -----------------------------------------------------------------------------------
+
+def _eigh_cpu(ctx: LoweringRuleContext, x: Value, *, lower: bool, sort_eigenvalues: bool,
+              subset_by_index: Any) -> Sequence[Value]:
+    aval, = ctx.avals_in
+    v_aval, w_aval = ctx.avals_out
+    batch = tuple(aval.shape[:-2])
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    base = "heevd" if aval.dtype in (np.dtype(np.complex64), np.dtype(np.complex128)) \
+        else "syevd"
+    v, w, info = _ffi_call(ctx, _target(ctx, base, aval.dtype), [x], [(aval, True)],
+                           [(v_aval, True), (w_aval, False), (info_aval, False)], {0: 0},
+                           len(batch), mode=_u8("V"), uplo=_u8("L" if lower else "U"))
+    ok = _info_ok(info, batch, "EQ")
+    return [_nan_unless(ctx, ok, v, v_aval, len(batch)),
+            _nan_unless(ctx, ok, w, w_aval, len(batch))]
+
+
+register_lowering(la.eigh_p, _eigh_cpu, platform="cpu")
+
+
+# --- eig ------------------------------------------------------------------------------------
+
+def _eig_cpu(ctx: LoweringRuleContext, x: Value, *, compute_left_eigenvectors: bool,
+             compute_right_eigenvectors: bool, enable_eigvec_derivs: bool) -> Sequence[Value]:
+    aval, = ctx.avals_in
+    batch = tuple(aval.shape[:-2])
+    real = aval.dtype.kind == "f"
+    cdtype = ctx.avals_out[0].dtype
+    w_part = ShapedArray(tuple(aval.shape[:-1]), aval.dtype)
+    vec = ShapedArray(aval.shape, cdtype)
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    results = [(w_part, False)] * (2 if real else 1) + [(vec, True), (vec, True),
+                                                         (info_aval, False)]
+    outs = _ffi_call(ctx, _target(ctx, "geev", aval.dtype), [x], [(aval, True)], results, {},
+                     len(batch), compute_left=_u8("V" if compute_left_eigenvectors else "N"),
+                     compute_right=_u8("V" if compute_right_eigenvectors else "N"))
+    *w_parts, vl, vr, info = outs
+    w = hlo.complex(w_parts[0], w_parts[1]) if real else w_parts[0]
+    ok = _info_ok(info, batch, "EQ")
+    out = [_nan_unless(ctx, ok, w, ctx.avals_out[0], len(batch))]
+    if compute_left_eigenvectors:
+        out.append(_nan_unless(ctx, ok, vl, vec, len(batch)))
+    if compute_right_eigenvectors:
+        out.append(_nan_unless(ctx, ok, vr, vec, len(batch)))
+    return out
+
+
+register_lowering(la.eig_p, _eig_cpu, platform="cpu")
+
+
+# --- QR -------------------------------------------------------------------------------------
+
+def _geqrf_cpu(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+    aval, = ctx.avals_in
+    a_aval, tau_aval = ctx.avals_out
+    batch = len(aval.shape) - 2
+    return _ffi_call(ctx, _target(ctx, "geqrf", aval.dtype), [x], [(aval, True)],
+                     [(a_aval, True), (tau_aval, False)], {0: 0}, batch)
+
+
+def _householder_cpu(ctx: LoweringRuleContext, a: Value, taus: Value) -> Sequence[Value]:
+    a_aval, tau_aval = ctx.avals_in
+    base = "ungqr" if a_aval.dtype in (np.dtype(np.complex64), np.dtype(np.complex128)) \
+        else "orgqr"
+    batch = len(a_aval.shape) - 2
+    return _ffi_call(ctx, _target(ctx, base, a_aval.dtype), [a, taus],
+                     [(a_aval, True), (tau_aval, False)], [(ctx.avals_out[0], True)], {0: 0},
+                     batch)
+
+
+def _qr_impl(x: Any, full_matrices: bool) -> Any:
+    return la._qr_impl_traceable(x, full_matrices)
+
+
+def _qr_rule(ctx: LoweringRuleContext, x: Value, *, pivoting: bool, full_matrices: bool,
+             use_magma: Any) -> Sequence[Value]:
+    jaxpr = _traced(_qr_impl, _plain(ctx.avals_in), (full_matrices,))
+    return lower_sub_jaxpr(ctx, jaxpr, [x])
+
+
+register_lowering(la.geqrf_p, _geqrf_cpu, platform="cpu")
+register_lowering(la.householder_product_p, _householder_cpu, platform="cpu")
+register_lowering(la.qr_p, _qr_rule)
+
+
+# --- SVD ------------------------------------------------------------------------------------
+
+def _svd_cpu(ctx: LoweringRuleContext, x: Value, *, full_matrices: bool, compute_uv: bool,
+             subset_by_index: Any, algorithm: Any) -> Sequence[Value]:
+    aval, = ctx.avals_in
+    batch = tuple(aval.shape[:-2])
+    m, n = aval.shape[-2:]
+    k = min(m, n)
+    mode = "N" if not compute_uv else "A" if full_matrices else "S"
+    ku, kv = (k, k) if mode == "S" else (m, n)
+    s_aval = ShapedArray((*batch, k), ctx.avals_out[0].dtype)
+    u_aval = ShapedArray((*batch, m, ku), aval.dtype)
+    vt_aval = ShapedArray((*batch, kv, n), aval.dtype)
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    _, s, u, vt, info = _ffi_call(
+        ctx, _target(ctx, "gesdd", aval.dtype), [x], [(aval, True)],
+        [(aval, True), (s_aval, False), (u_aval, True), (vt_aval, True), (info_aval, False)],
+        {0: 0}, len(batch), mode=_u8(mode))
+    ok = _info_ok(info, batch, "EQ")
+    s = _nan_unless(ctx, ok, s, s_aval, len(batch))
+    if not compute_uv:
+        return [s]
+    return [s, _nan_unless(ctx, ok, u, u_aval, len(batch)),
+            _nan_unless(ctx, ok, vt, vt_aval, len(batch))]
+
+
+register_lowering(la.svd_p, _svd_cpu, platform="cpu")
+
+
+# --- cuSOLVER / hipSOLVER -------------------------------------------------------------------
+
+_GPU_PREFIX = {"cuda": ("cusolver", "cu"), "rocm": ("hipsolver", "hip")}
+
+
+def _bool(value: bool) -> ir.Attribute:
+    return ir.BoolAttr.get(bool(value))
+
+
+def _gpu_cholesky(platform: str) -> Any:
+    solver, _ = _GPU_PREFIX[platform]
+
+    def rule(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+        aval, = ctx.avals_in
+        batch = tuple(aval.shape[:-2])
+        info_aval = ShapedArray(batch, np.dtype(np.int32))
+        out, info = _ffi_call(ctx, f"{solver}_potrf_ffi", [x], [(aval, True)],
+                              [(aval, True), (info_aval, False)], {0: 0}, len(batch),
+                              lower=_bool(True))
+        return [_nan_unless(ctx, _info_ok(info, batch, "EQ"), out, aval, len(batch))]
+
+    return rule
+
+
+def _gpu_lu(platform: str) -> Any:
+    solver, short = _GPU_PREFIX[platform]
+
+    def rule(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+        aval, = ctx.avals_in
+        lu_aval, piv_aval, perm_aval = ctx.avals_out
+        batch = tuple(aval.shape[:-2])
+        info_aval = ShapedArray(batch, np.dtype(np.int32))
+        out, ipiv, info = _ffi_call(ctx, f"{solver}_getrf_ffi", [x], [(aval, True)],
+                                    [(aval, True), (piv_aval, False), (info_aval, False)],
+                                    {0: 0}, len(batch))
+        pivots = hlo.subtract(ipiv, full_like(1, piv_aval))
+        lu_out = _nan_unless(ctx, _info_ok(info, batch, "GE"), out, lu_aval, len(batch))
+        perm, = _ffi_call(ctx, f"{short}_lu_pivots_to_permutation", [pivots],
+                          [(piv_aval, False)], [(perm_aval, False)], {}, len(batch))
+        return [lu_out, pivots, perm]
+
+    return rule
+
+
+def _gpu_eigh(platform: str) -> Any:
+    solver, _ = _GPU_PREFIX[platform]
+
+    def rule(ctx: LoweringRuleContext, x: Value, *, lower: bool, sort_eigenvalues: bool,
+             subset_by_index: Any) -> Sequence[Value]:
+        aval, = ctx.avals_in
+        v_aval, w_aval = ctx.avals_out
+        batch = tuple(aval.shape[:-2])
+        info_aval = ShapedArray(batch, np.dtype(np.int32))
+        v, w, info = _ffi_call(ctx, f"{solver}_syevd_ffi", [x], [(aval, True)],
+                               [(v_aval, True), (w_aval, False), (info_aval, False)], {0: 0},
+                               len(batch), algorithm=ir.IntegerAttr.get(
+                                   ir.IntegerType.get_unsigned(8), 0), lower=_bool(lower))
+        ok = _info_ok(info, batch, "EQ")
+        return [_nan_unless(ctx, ok, v, v_aval, len(batch)),
+                _nan_unless(ctx, ok, w, w_aval, len(batch))]
+
+    return rule
+
+
+def _gpu_geqrf(platform: str) -> Any:
+    solver, _ = _GPU_PREFIX[platform]
+
+    def rule(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+        aval, = ctx.avals_in
+        a_aval, tau_aval = ctx.avals_out
+        return _ffi_call(ctx, f"{solver}_geqrf_ffi", [x], [(aval, True)],
+                         [(a_aval, True), (tau_aval, False)], {0: 0}, len(aval.shape) - 2)
+
+    return rule
+
+
+def _gpu_householder(platform: str) -> Any:
+    solver, _ = _GPU_PREFIX[platform]
+
+    def rule(ctx: LoweringRuleContext, a: Value, taus: Value) -> Sequence[Value]:
+        a_aval, tau_aval = ctx.avals_in
+        return _ffi_call(ctx, f"{solver}_orgqr_ffi", [a, taus],
+                         [(a_aval, True), (tau_aval, False)], [(ctx.avals_out[0], True)],
+                         {0: 0}, len(a_aval.shape) - 2)
+
+    return rule
+
+
+for _platform in ("cuda", "rocm"):
+    register_lowering(la.cholesky_p, _gpu_cholesky(_platform), platform=_platform)
+    register_lowering(la.lu_p, _gpu_lu(_platform), platform=_platform)
+    register_lowering(la.eigh_p, _gpu_eigh(_platform), platform=_platform)
+    register_lowering(la.geqrf_p, _gpu_geqrf(_platform), platform=_platform)
+    register_lowering(la.householder_product_p, _gpu_householder(_platform),
+                      platform=_platform)

@@ -5,9 +5,11 @@ numbers: as easy as 1, 2, 3"), and XLA's ``rng_bit_generator``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_tracing_core import lax
 
@@ -22,10 +24,7 @@ THREEFRY_ROTATIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((13, 15, 26, 6), 
 _KEY_PARITY = 0x1BD11BDA
 
 
-def _threefry2x32(ctx: LoweringRuleContext, k1: Value, k2: Value, x1: Value,
-                  x2: Value, **params: Any) -> Sequence[Value]:
-    aval = ctx.avals_out[0]
-    k1, k2, x1, x2 = broadcast_operands(ctx, (k1, k2, x1, x2))
+def _threefry_rounds(aval: Any, k1: Value, k2: Value, x1: Value, x2: Value) -> list[Value]:
     consts: dict[int, Value] = {}
 
     def const(value: int) -> Value:
@@ -50,6 +49,38 @@ def _threefry2x32(ctx: LoweringRuleContext, k1: Value, k2: Value, x1: Value,
         x = [hlo.add(x[0], ks[(i + 1) % 3]),
              hlo.add(hlo.add(x[1], ks[(i + 2) % 3]), const(i + 1))]
     return x
+
+
+def _threefry_function(ctx: LoweringRuleContext, aval: Any) -> tuple[str, list[ir.Type]]:
+    """The private function ``(k1, k2, x1, x2) -> (y1, y2)`` for one operand
+    type, emitted once per module: every hash of that shape calls it, which
+    keeps the module (and XLA's compile time) small when a program hashes
+    many times, as the rejection samplers' loops do."""
+    mctx = ctx.module_context
+    cache_key = ("threefry2x32", tuple(aval.shape))
+    cached: tuple[str, list[ir.Type]] | None = mctx.functions.get(cache_key)
+    if cached is not None:
+        return cached
+    t = mctx.types.tensor(aval)
+    symbol = mctx.unique_symbol("threefry2x32")
+    with ir.InsertionPoint(mctx.module.body), ir.Location.unknown():
+        fn = func.FuncOp(symbol, ir.FunctionType.get([t] * 4, [t, t]))
+        fn.sym_visibility = ir.StringAttr.get("private")
+        # (add_entry_block is a Python-side helper jaxlib's stubs don't list.)
+        block = cast(Any, fn).add_entry_block()
+    with ir.InsertionPoint(block), ir.Location.unknown():
+        func.ReturnOp(_threefry_rounds(aval, *block.arguments))
+    mctx.functions[cache_key] = (symbol, [t, t])
+    return symbol, [t, t]
+
+
+def _threefry2x32(ctx: LoweringRuleContext, k1: Value, k2: Value, x1: Value,
+                  x2: Value, **params: Any) -> Sequence[Value]:
+    aval = ctx.avals_out[0]
+    operands = broadcast_operands(ctx, (k1, k2, x1, x2))
+    symbol, result_types = _threefry_function(ctx, aval)
+    call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(symbol), list(operands))
+    return list(call.results)
 
 
 _RNG_ALGORITHMS = {0: "DEFAULT", 1: "THREE_FRY", 2: "PHILOX"}

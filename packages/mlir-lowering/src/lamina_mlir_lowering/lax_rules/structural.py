@@ -135,3 +135,10 @@ register_lowering(lax.concatenate_p, _concatenate)
 register_lowering(lax.slice_p, _slice)
 register_lowering(lax.dynamic_slice_p, _dynamic_slice)
 register_lowering(lax.dynamic_update_slice_p, _dynamic_update_slice)
+
+
+def _optimization_barrier(ctx: LoweringRuleContext, *xs: Value) -> Sequence[Value]:
+    return list(hlo.OptimizationBarrierOp(list(xs)).results)
+
+
+register_lowering(lax.optimization_barrier_p, _optimization_barrier)

@@ -317,6 +317,8 @@ def carry_type_error(api: str, body_fun: Callable[..., Any], in_tree: Any,
     (structure or types), naming the components; ``None`` when they agree.
     ``api`` is e.g. ``"scan body"`` or ``"while_loop body"``."""
     carry_name = _first_param_name(body_fun)
+    src = api_util.fun_sourceinfo(body_fun)
+    which = f"\n\nThe {api} function is {src}." if src else ""
 
     def component(path: Sequence[Any]) -> str:
         key = tu.keystr(tuple(path))
@@ -338,7 +340,7 @@ def carry_type_error(api: str, body_fun: Callable[..., Any], in_tree: Any,
             f"{api} function carry input and carry output must have the same pytree "
             f"structure, but they differ:\n\n{_enumerate_differences(diffs)}\n"
             "Revise the function so that the carry output has the same pytree structure "
-            "as the carry input.")
+            f"as the carry input.{which}")
     if all(typematch(a, b) for a, b in zip(in_avals, out_avals)):
         return None
     paths = [p for p, _ in tu.tree_flatten_with_path(
@@ -350,7 +352,7 @@ def carry_type_error(api: str, body_fun: Callable[..., Any], in_tree: Any,
         f"{api} function carry input and carry output must have equal types, but they "
         f"differ:\n\n{_enumerate_differences(diffs)}\n"
         "Revise the function so that all output types match the corresponding input "
-        "types.")
+        f"types.{which}")
 
 
 def branch_output_error(api: str, name1: str, name2: str, fun1: Callable[..., Any],

@@ -4,8 +4,12 @@ functions with JAX's signatures (``lax.add``, ``lax.dot_general``, ...).
 
 Modules by concept: ``elementwise``, ``convert``, ``structural`` (shape
 changes), ``indexing`` (dynamic slices, gather/scatter), ``reductions``,
-``cumulative``, ``sorting``, ``linalg`` (dot_general, convolutions),
+``cumulative``, ``sorting``, ``contractions`` (dot_general, convolutions),
+``linalg`` (decompositions: JAX's ``lax.linalg``),
 ``collectives`` (named-axis communication), ``prng`` (threefry2x32).
+``windowed_reductions`` (``reduce_window`` and its sum/max/min primitives),
+``fft`` (the ``fft`` primitive), ``convolution_helpers`` (patches, local
+convolutions, shape tuples).
 ``helpers`` holds the rule builders other layers can reuse.
 """
 
@@ -13,27 +17,38 @@ from lamina_tracing_core.avals import dtype_of as _dtype_of
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.lax import collectives as collectives
 from lamina_tracing_core.lax import common as common
+from lamina_tracing_core.lax import composites as composites
 from lamina_tracing_core.lax import convert as convert
 from lamina_tracing_core.lax import cumulative as cumulative
 from lamina_tracing_core.lax import elementwise as elementwise
 from lamina_tracing_core.lax import helpers as helpers
+from lamina_tracing_core.lax import contractions as contractions
 from lamina_tracing_core.lax import indexing as indexing
 from lamina_tracing_core.lax import linalg as linalg
 from lamina_tracing_core.lax import prng as prng
 from lamina_tracing_core.lax import reductions as reductions
 from lamina_tracing_core.lax import sorting as sorting
+from lamina_tracing_core.lax import special as special
 from lamina_tracing_core.lax import structural as structural
 from lamina_tracing_core.lax.collectives import *  # noqa: F401,F403
+from lamina_tracing_core.lax.composites import *  # noqa: F401,F403
 from lamina_tracing_core.lax.convert import *  # noqa: F401,F403
 from lamina_tracing_core.lax.convert import _convert_element_type  # noqa: F401
 from lamina_tracing_core.lax.cumulative import *  # noqa: F401,F403
 from lamina_tracing_core.lax.elementwise import *  # noqa: F401,F403
 from lamina_tracing_core.lax.indexing import *  # noqa: F401,F403
-from lamina_tracing_core.lax.linalg import *  # noqa: F401,F403
+from lamina_tracing_core.lax.contractions import *  # noqa: F401,F403
 from lamina_tracing_core.lax.prng import *  # noqa: F401,F403
 from lamina_tracing_core.lax.reductions import *  # noqa: F401,F403
 from lamina_tracing_core.lax.sorting import *  # noqa: F401,F403
+from lamina_tracing_core.lax.special import *  # noqa: F401,F403
 from lamina_tracing_core.lax.structural import *  # noqa: F401,F403
+from lamina_tracing_core.lax import windowed_reductions as windowed_reductions
+from lamina_tracing_core.lax import convolution_helpers as convolution_helpers
+from lamina_tracing_core.lax.windowed_reductions import *  # noqa: F401,F403
+from lamina_tracing_core.lax.convolution_helpers import *  # noqa: F401,F403
+# lax.fft is the function (as in JAX); its module is lamina_tracing_core.lax.fft
+from lamina_tracing_core.lax.fft import *  # noqa: F401,F403
 from lamina_tracing_core import core as _core
 
 # Rules whose results are memoized while tracing (``core.abstract_eval_cached``):
@@ -51,11 +66,17 @@ _core.cacheable_abstract_evals.update((
     indexing.gather_p, indexing.scatter_p, indexing.scatter_add_p, indexing.scatter_sub_p,
     indexing.scatter_mul_p, indexing.scatter_min_p, indexing.scatter_max_p,
     indexing.dynamic_slice_p, indexing.dynamic_update_slice_p,
-    linalg.dot_general_p, linalg.conv_general_dilated_p,
+    contractions.dot_general_p, contractions.conv_general_dilated_p,
     cumulative.cumsum_p, cumulative.cumprod_p, cumulative.cummax_p, cumulative.cummin_p,
     cumulative.cumlogsumexp_p,
     sorting.sort_p, sorting.top_k_p,
     elementwise.select_n_p, elementwise.clamp_p,
+))
+
+_core.cacheable_abstract_evals.update((
+    windowed_reductions.reduce_window_sum_p, windowed_reductions.reduce_window_max_p,
+    windowed_reductions.reduce_window_min_p, windowed_reductions.select_and_gather_add_p,
+    windowed_reductions.select_and_scatter_add_p, fft_p,  # noqa: F405
 ))
 
 _reduce_sum = reductions.reduce_sum

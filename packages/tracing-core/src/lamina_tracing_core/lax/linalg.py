@@ -1,852 +1,761 @@
-"""Contractions: ``dot_general`` and ``conv_general_dilated`` (both bilinear),
-with ``Precision``, ``ConvDimensionNumbers`` and the usual wrappers
-(``dot``, ``batch_matmul``, ``conv``, ``conv_with_general_padding``,
-``conv_transpose``).
+"""Matrix decompositions, JAX's ``lax.linalg``: ``cholesky``,
+``triangular_solve``, ``lu`` (with ``lu_pivots_to_permutation``), ``eig``
+(CPU), ``eigh``,
+``qr`` (``geqrf`` + ``householder_product``) and ``svd``.
+
+Every primitive works on the trailing two axes of its operands; leading axes
+are batch axes (batching moves the vmapped axis to the front). Singular or
+non-positive-definite input gives NaNs where LAPACK reports failure, as JAX
+does, never an exception. The JVPs are the ones JAX defines; the
+decompositions are differentiated through them, ``triangular_solve`` is
+linear (and transposable) in its right-hand side.
 """
 
 from __future__ import annotations
 
-import enum
-import functools
 import operator
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.lax import common, helpers
+from lamina_tracing_core.lax import common, helpers, indexing
+from lamina_tracing_core.lax import contractions as ct
+from lamina_tracing_core.lax import convert as cv
+from lamina_tracing_core.lax import elementwise as el
+from lamina_tracing_core.lax import reductions as red
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import ArrayLike
-from lamina_tracing_core.jaxpr import param_printers
-from lamina_tracing_core.primitives import Primitive, batching_rules
-from lamina_tracing_core.lax import convert
+from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 
 Array = Any
 
-
-class Precision(enum.Enum):
-    """Accelerator matmul precision (no effect on CPU): DEFAULT, HIGH, HIGHEST."""
-
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
-
-    @classmethod
-    def _missing_(cls, value: object) -> Precision | None:
-        return _PRECISION_STRINGS.get(value) if isinstance(value, str) else None
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}.{self.name}"
-
-    def __str__(self) -> str:
-        return self.name
+# --- small matrix helpers (trailing two axes) -------------------------------------
 
 
-_PRECISION_STRINGS: dict[str | None, Precision] = {
-    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST, "high": Precision.HIGH,
-    "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
-    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT,
-    "fastest": Precision.DEFAULT, None: Precision.DEFAULT}
-
-CanonicalPrecision = tuple[Precision, Precision] | None
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(get_aval(x).shape)
 
 
-def canonicalize_precision(precision: Any) -> CanonicalPrecision:
-    """``None`` or a pair of ``Precision`` (one per operand)."""
-    if precision is None:
-        return None
-    if isinstance(precision, str) and precision in _PRECISION_STRINGS:
-        p = _PRECISION_STRINGS[precision]
-        return (p, p)
-    if isinstance(precision, Precision):
-        return (precision, precision)
-    if isinstance(precision, (list, tuple)) and len(precision) == 2:
-        if all(isinstance(p, Precision) for p in precision):
-            return (precision[0], precision[1])
-        if all(isinstance(p, str) for p in precision):
-            a, b = (canonicalize_precision(p) for p in precision)
-            assert a is not None and b is not None
-            return (a[0], b[0])
-    raise ValueError(f"Precision argument must be None, a string in "
-                     f"{[k for k in _PRECISION_STRINGS if k]}, a lax.Precision value or a "
-                     f"tuple of two lax.Precision values or strings; got {precision}.")
+def _dtype(x: Any) -> np.dtype[Any]:
+    return get_aval(x).dtype
 
 
-def _canonical_preferred(dtype: Any) -> np.dtype[Any] | None:
-    return None if dtype is None else dtypes.canonicalize_dtype(dtype)
+def _is_complex(x: Any) -> bool:
+    return _dtype(x) in common.COMPLEX
 
 
-# --- dot_general ------------------------------------------------------------------------
-DotDimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
-                            tuple[tuple[int, ...], tuple[int, ...]]]
-dot_general_p = Primitive("dot_general")
+def _T(x: Any) -> Any:
+    """``x`` with its last two axes swapped."""
+    nd = len(_shape(x))
+    return st.transpose(x, (*range(nd - 2), nd - 1, nd - 2))
 
 
-def _bits(d: np.dtype[Any]) -> int:
-    return 1 if d == dtypes.bool_ else d.itemsize * 8
+def _H(x: Any) -> Any:
+    """The conjugate transpose of the trailing matrices of ``x``."""
+    return el.conj(_T(x)) if _is_complex(x) else _T(x)
 
 
-def _type_rank(d: np.dtype[Any]) -> tuple[bool, int, int, int, bool]:
-    """XLA's ordering of element types for a mixed-type dot (higher wins)."""
-    is_complex = d in common.COMPLEX
-    c = common.real_dtype(d)
-    if c in common.FLOAT:
-        info = dtypes.finfo(c)
-        maxexp: int = int(info.maxexp)
-        nmant: int = int(info.nmant)
-        return (is_complex, maxexp, nmant, _bits(c), True)
-    return (is_complex, -1, -1, _bits(c), c not in common.UNSIGNED)
+def _conj(x: Any) -> Any:
+    return el.conj(x) if _is_complex(x) else x
 
 
-def _dot_result_dtype(name: str, lhs: np.dtype[Any], rhs: np.dtype[Any],
-                      preferred: Any) -> np.dtype[Any]:
-    if lhs == rhs and preferred is None:
-        return lhs
-    lr, rr = _type_rank(lhs), _type_rank(rhs)
-    if lr > rr:
-        result = lhs
-    elif rr > lr:
-        result = rhs
-    else:
-        if lhs != rhs:
-            raise TypeError(f"{name} argument type error: {lhs.name}, {rhs.name}")
-        result = lhs
-    if preferred is None or np.dtype(preferred) == result:
-        return result
-    wanted: np.dtype[Any] = np.dtype(preferred)
-    if result not in common.FLOAT and _bits(wanted) < _bits(result):
-        raise TypeError("`preferred_element_type` must not be narrower than the original "
-                        f"type, got preferred_element_type of {wanted.name} for result "
-                        f"type of {result.name}.")
-    return wanted
+def _mm(a: Any, b: Any) -> Any:
+    """Batched ``a @ b`` over equal leading axes, at HIGHEST precision."""
+    nd = len(_shape(a))
+    batch = tuple(range(nd - 2))
+    return ct.dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)),
+                          precision=(ct.Precision.HIGHEST, ct.Precision.HIGHEST))
 
 
-def _check_dims(name: str, side: str, dims: tuple[int, ...], ndim: int, what: str) -> None:
-    if any(not 0 <= d < ndim for d in dims):
-        raise TypeError(f"{name} requires {side} dimension numbers to be nonnegative and less "
-                        f"than the number of axes of the {side} value, got {side}_{what} of "
-                        f"{dims} for {side} of rank {ndim}")
-    if len(set(dims)) != len(dims):
-        raise TypeError(f"{name} requires {side} {what} dimensions to be distinct, got "
-                        f"{side}_{what} {dims}.")
+def _scalar(x: Any, value: Any) -> Any:
+    """``value`` broadcast to ``x``'s shape and dtype."""
+    return st.full(_shape(x), np.array(value, _dtype(x)), _dtype(x))
 
 
-def _dot_general_shape(lhs: ShapedArray, rhs: ShapedArray, dnums: DotDimensionNumbers
-                       ) -> tuple[int, ...]:
-    (lc, rc), (lb, rb) = dnums
-    name = "dot_general"
-    _check_dims(name, "lhs", lc, len(lhs.shape), "contracting")
-    _check_dims(name, "lhs", lb, len(lhs.shape), "batch")
-    _check_dims(name, "rhs", rc, len(rhs.shape), "contracting")
-    _check_dims(name, "rhs", rb, len(rhs.shape), "batch")
-    if len(lb) != len(rb):
-        raise TypeError(f"dot_general requires equal numbers of lhs_batch and rhs_batch "
-                        f"dimensions, got lhs_batch {lb} and rhs_batch {rb}.")
-    if set(lc) & set(lb):
-        raise TypeError(f"dot_general requires lhs batch dimensions to be disjoint from "
-                        f"contracting dimensions, got lhs_batch {lb} and lhs_contracting {lc}.")
-    if set(rc) & set(rb):
-        raise TypeError(f"dot_general requires rhs batch dimensions to be disjoint from "
-                        f"contracting dimensions, got rhs_batch {rb} and rhs_contracting {rc}.")
-    lbs = tuple(lhs.shape[i] for i in lb)
-    rbs = tuple(rhs.shape[i] for i in rb)
-    if lbs != rbs:
-        raise TypeError(f"dot_general requires lhs batch dimensions and rhs batch dimensions "
-                        f"to have the same shape, got {lbs} and {rbs}.")
-    lcs = tuple(lhs.shape[i] for i in lc)
-    rcs = tuple(rhs.shape[i] for i in rc)
-    if lcs != rcs:
-        raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
-                        f"got {lcs} and {rcs}.")
-    return _dot_shape_computation(lhs.shape, rhs.shape, dnums)
+def _band_mask(shape: tuple[int, ...], k: int, lower: bool) -> Any:
+    rows = st.broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
+    cols = st.broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
+    shifted = el.add(rows, st.full(shape, np.int32(k), dtypes.int32))
+    return el.ge(shifted, cols) if lower else el.le(shifted, cols)
 
 
-def _dot_shape_computation(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...],
-                           dnums: DotDimensionNumbers) -> tuple[int, ...]:
-    (lc, rc), (lb, rb) = dnums
-    batch = tuple(lhs_shape[i] for i in lb)
-    lhs_free = tuple(d for i, d in enumerate(lhs_shape) if i not in lc and i not in lb)
-    rhs_free = tuple(d for i, d in enumerate(rhs_shape) if i not in rc and i not in rb)
-    return batch + lhs_free + rhs_free
+def _tril(x: Any, k: int = 0) -> Any:
+    """The entries of ``x`` on and below diagonal ``k``, zeros elsewhere."""
+    return el.select(_band_mask(_shape(x), k, True), x, _scalar(x, 0))
 
 
-@dot_general_p.def_abstract_eval
-def _dot_general_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *,
-                               dimension_numbers: DotDimensionNumbers, precision: Any,
-                               preferred_element_type: Any, out_sharding: Any) -> ShapedArray:
-    for i, a in enumerate((lhs, rhs)):
-        if a.dtype not in common.ANY:
-            common.check_dtype("dot_general", a, common.ANY, i)
-    shape = _dot_general_shape(lhs, rhs, dimension_numbers)
-    dtype = _dot_result_dtype("lax.dot_general", lhs.dtype, rhs.dtype, preferred_element_type)
-    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
+def _triu(x: Any, k: int = 0) -> Any:
+    """The entries of ``x`` on and above diagonal ``k``, zeros elsewhere."""
+    return el.select(_band_mask(_shape(x), -k, False), x, _scalar(x, 0))
 
 
-_canonical_dnums_memo: dict[Any, DotDimensionNumbers] = {}
+def _eye(shape: tuple[int, ...], dtype: Any) -> Any:
+    rows = st.broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
+    cols = st.broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
+    return cv.convert_element_type(el.eq(rows, cols), dtype)
 
 
-def _canonical_dot_dnums(dimension_numbers: Any) -> DotDimensionNumbers:
-    try:
-        known = _canonical_dnums_memo.get(dimension_numbers)
-    except TypeError:  # lists: not hashable
-        return _canonicalize_dot_dnums(dimension_numbers)
-    if known is not None:
-        return known
-    out = _canonicalize_dot_dnums(dimension_numbers)
-    if len(_canonical_dnums_memo) < 4096:
-        _canonical_dnums_memo[dimension_numbers] = out
-    return out
+def _diag(x: Any) -> Any:
+    """The main diagonal of each trailing matrix (``(..., min(m, n))``)."""
+    shape = _shape(x)
+    m, n = shape[-2:]
+    k = min(m, n)
+    sq = st.slice(x, (0,) * len(shape), (*shape[:-2], k, k))
+    masked = el.mul(sq, _eye(_shape(sq), _dtype(x)))
+    return red.reduce_sum(masked, (len(shape) - 1,))
 
 
-def _canonicalize_dot_dnums(dimension_numbers: Any) -> DotDimensionNumbers:
-    try:
-        (lc, rc), (lb, rb) = dimension_numbers
-    except (TypeError, ValueError):
-        raise TypeError("dot_general dimension_numbers must be ((lhs_contracting, "
-                        "rhs_contracting), (lhs_batch, rhs_batch)), got "
-                        f"{dimension_numbers!r}") from None
-    idx = common.as_int_tuple
-    return ((idx("dot_general", "lhs_contracting", lc), idx("dot_general", "rhs_contracting", rc)),
-            (idx("dot_general", "lhs_batch", lb), idx("dot_general", "rhs_batch", rb)))
+def _broadcast_vec(v: Any, shape: tuple[int, ...], axis: int) -> Any:
+    """A ``(..., k)`` array broadcast to the matrix ``shape`` along ``axis``
+    (-1: ``v[..., None, :]``, -2: ``v[..., :, None]``)."""
+    nd = len(shape)
+    keep = tuple(range(nd - 2)) + ((nd - 1,) if axis == -1 else (nd - 2,))
+    return st.broadcast_in_dim(v, shape, keep)
 
 
-def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any,
-                precision: Any = None, preferred_element_type: Any = None, *,
-                out_sharding: Any = None) -> Array:
-    """General tensor contraction: ``dimension_numbers = ((lhs_contracting,
-    rhs_contracting), (lhs_batch, rhs_batch))``; the result has the batch dims,
-    then lhs free dims, then rhs free dims."""
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=_canonical_dot_dnums(dimension_numbers),
-                              precision=canonicalize_precision(precision),
-                              preferred_element_type=_canonical_preferred(preferred_element_type),
-                              out_sharding=out_sharding)
+def _check_matrix(name: str, arg: str, aval: ShapedArray, *, square: bool = False,
+                  inexact: bool = True) -> tuple[int, int]:
+    if aval.ndim < 2:
+        raise ValueError(f"{name}: argument {arg!r} must have at least two dimensions, "
+                         f"got shape {aval.shape}")
+    m, n = aval.shape[-2:]
+    if square and m != n:
+        raise ValueError(f"{name}: argument {arg!r} must be a batch of square matrices, "
+                         f"got shape {aval.shape}")
+    if inexact and aval.dtype not in common.INEXACT:
+        raise TypeError(f"{name}: argument {arg!r} must have a floating or complex dtype, "
+                        f"got {aval.dtype}")
+    return int(m), int(n)
 
 
-def dot(lhs: ArrayLike, rhs: ArrayLike, *, dimension_numbers: Any = None, precision: Any = None,
-        preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
-    """Vector/matrix products (``dimension_numbers`` optional for rank <= 2)."""
-    if dimension_numbers is None:
-        ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
-        if 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]:
-            dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
+def _front_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
+    size = helpers.batch_size(args, dims)
+    return [helpers.bdim_at_front(a, d, size) for a, d in zip(args, dims)]
+
+
+def _unary_batch(prim: Primitive) -> None:
+    def rule(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> Any:
+        (x,) = _front_batch(prim, args, dims)
+        out = prim.bind(x, **params)
+        if prim.multiple_results:
+            return out, [0] * len(out)
+        return out, 0
+
+    batching_rules[prim] = rule
+
+
+# --- cholesky ----------------------------------------------------------------------
+
+cholesky_p = Primitive("cholesky")
+
+
+@cholesky_p.def_abstract_eval
+def _cholesky_abstract_eval(x: ShapedArray) -> ShapedArray:
+    _check_matrix("cholesky", "x", x, square=True)
+    return ShapedArray(x.shape, x.dtype)
+
+
+def cholesky(x: ArrayLike, *, symmetrize_input: bool = True) -> Array:
+    """The lower Cholesky factor ``L`` (``x = L @ L^H``) of each trailing matrix;
+    NaNs where ``x`` is not positive definite. With ``symmetrize_input``,
+    ``(x + x^H) / 2`` is factored."""
+    aval = get_aval(x)
+    _check_matrix("cholesky", "x", aval, square=True)
+    if symmetrize_input:
+        x = symmetrize(x)
+    return _tril(cholesky_p.bind(x))
+
+
+def symmetrize(x: ArrayLike) -> Array:
+    """``(x + x^H) / 2``."""
+    return el.div(el.add(x, _H(x)), _scalar(x, 2))
+
+
+def _cholesky_jvp(primals: Any, tangents: Any) -> Any:
+    (x,), (g,) = primals, tangents
+    L = _tril(cholesky_p.bind(x))
+    if helpers.is_zero(g):
+        return L, helpers.zero_from_primal(L)
+    sigma = el.div(el.add(g, _H(g)), _scalar(g, 2))
+    # phi(L^-1 sigma L^-H): the lower triangle with half the diagonal.
+    tmp = triangular_solve(L, sigma, left_side=False, transpose_a=True, conjugate_a=True,
+                           lower=True)
+    inner = triangular_solve(L, tmp, left_side=True, transpose_a=False, lower=True)
+    half = el.mul(_eye(_shape(inner), _dtype(inner)), _scalar(inner, 0.5))
+    phi = el.mul(_tril(inner), el.sub(_scalar(inner, 1), half))
+    return L, _mm(L, phi)
+
+
+jvp_rules[cholesky_p] = _cholesky_jvp
+_unary_batch(cholesky_p)
+
+# --- triangular_solve ----------------------------------------------------------------
+
+triangular_solve_p = Primitive("triangular_solve")
+
+
+@triangular_solve_p.def_abstract_eval
+def _triangular_solve_abstract_eval(a: ShapedArray, b: ShapedArray, *, left_side: bool,
+                                    lower: bool, transpose_a: bool, conjugate_a: bool,
+                                    unit_diagonal: bool) -> ShapedArray:
+    m, _ = _check_matrix("triangular_solve", "a", a, square=True)
+    _check_matrix("triangular_solve", "b", b)
+    if a.dtype != b.dtype:
+        raise TypeError(f"triangular_solve: arguments 'a' and 'b' must have the same dtype, "
+                        f"got {a.dtype} and {b.dtype}")
+    if a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(f"triangular_solve: arguments 'a' and 'b' must have the same batch "
+                         f"dimensions, got shapes {a.shape} and {b.shape}")
+    common_dim = b.shape[-2] if left_side else b.shape[-1]
+    if common_dim != m:
+        side = "b.shape[-2]" if left_side else "b.shape[-1]"
+        raise ValueError(f"triangular_solve: {side} must equal a.shape[-1] ({m}) with "
+                         f"left_side={left_side}, got shapes a {a.shape} and b {b.shape}")
+    return ShapedArray(b.shape, b.dtype)
+
+
+def triangular_solve(a: ArrayLike, b: ArrayLike, *, left_side: bool = False,
+                     lower: bool = False, transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False) -> Array:
+    """Solves ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for ``x``,
+    ``a`` triangular (``lower`` or upper; only that triangle is read), ``op``
+    transposing and/or conjugating it as asked. A 1-D ``b`` is not accepted
+    (as in JAX); batch dims of ``a`` and ``b`` must agree."""
+    a_aval = get_aval(a)
+    conj = bool(conjugate_a) and a_aval.dtype in common.COMPLEX
+    return triangular_solve_p.bind(
+        a, b, left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
+        conjugate_a=conj, unit_diagonal=bool(unit_diagonal))
+
+
+def _triangular_solve_jvp(primals: Any, tangents: Any, *, left_side: bool, lower: bool,
+                          transpose_a: bool, conjugate_a: bool, unit_diagonal: bool) -> Any:
+    a, b = primals
+    ga, gb = tangents
+    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+                  conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+    ans = triangular_solve_p.bind(a, b, **params)
+    terms = []
+    if not helpers.is_zero(gb):
+        terms.append(triangular_solve_p.bind(a, gb, **params))
+    if not helpers.is_zero(ga):
+        m, n = _shape(b)[-2:]
+        k = 1 if unit_diagonal else 0
+        g = _tril(ga, -k) if lower else _triu(ga, k)
+        g = el.neg(g)
+        g = _T(g) if transpose_a else g
+        g = el.conj(g) if conjugate_a else g
+
+        def a_inverse(rhs: Any) -> Any:
+            return triangular_solve_p.bind(a, rhs, **params)
+
+        if left_side:
+            terms.append(a_inverse(_mm(g, ans)) if m > n else _mm(a_inverse(g), ans))
         else:
-            raise ValueError("lax.dot: dimension_numbers must be specified when not "
-                             "performing simple un-batched matrix-matrix, matrix-vector, or "
-                             f"vector-vector products; got lhs_shape={ls} rhs_shape={rs}")
-    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
-                       out_sharding=out_sharding)
+            terms.append(a_inverse(_mm(ans, g)) if m < n else _mm(ans, a_inverse(g)))
+    if not terms:
+        return ans, helpers.zero_from_primal(ans)
+    out = terms[0]
+    for t in terms[1:]:
+        out = el.add(out, t)
+    return ans, out
 
 
-def batch_matmul(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None) -> Array:
-    """Batched matmul over all leading dims of two arrays of equal rank >= 2."""
-    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
-    if len(ls) != len(rs) or len(ls) < 2:
-        raise ValueError(f"batch_matmul requires arrays of equal rank >= 2, got {ls} and {rs}")
-    if ls[-1] != rs[-2]:
-        raise ValueError(f"batch_matmul requires lhs.shape[-1] == rhs.shape[-2], got {ls} "
-                         f"and {rs}")
-    batch = tuple(range(len(ls) - 2))
-    return dot_general(lhs, rhs, (((len(ls) - 1,), (len(rs) - 2,)), (batch, batch)), precision)
+def _triangular_solve_transpose(cot: Any, a: Any, b: Any, *, left_side: bool, lower: bool,
+                                transpose_a: bool, conjugate_a: bool,
+                                unit_diagonal: bool) -> list[Any]:
+    if helpers.is_undefined_primal(a):
+        raise ValueError("triangular_solve is linear only in its right-hand side 'b'; it "
+                         "cannot be transposed with respect to 'a'")
+    if type(cot) is helpers.Zero:
+        return [None, helpers.Zero(b.aval)]
+    ct_b = triangular_solve_p.bind(a, cot, left_side=left_side, lower=lower,
+                                   transpose_a=not transpose_a, conjugate_a=conjugate_a,
+                                   unit_diagonal=unit_diagonal)
+    return [None, ct_b]
 
 
-def _ranges_like(*xs: Sequence[Any]) -> list[list[int]]:
-    out, start = [], 0
-    for x in xs:
-        out.append(list(range(start, start + len(x))))
-        start += len(x)
-    return out
+def _triangular_solve_batch(args: Sequence[Any], dims: Sequence[int | None],
+                            **params: Any) -> Any:
+    a, b = _front_batch(triangular_solve_p, args, dims)
+    return triangular_solve_p.bind(a, b, **params), 0
 
 
-@functools.lru_cache(maxsize=1024)
-def _dot_transpose_plan(dimension_numbers: DotDimensionNumbers, x_ndim: int, y_ndim: int,
-                        swap_ans: bool) -> tuple[DotDimensionNumbers, tuple[int, ...]]:
-    """For the cotangent of the lhs ``x`` of a dot: the dimension numbers of
-    ``dot_general(ct, y, ...)`` and the permutation taking its result to
-    ``x``'s axis order."""
-    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    x_kept = [i for i in range(x_ndim) if i not in x_contract and i not in x_batch]
-    y_kept = [i for i in range(y_ndim) if i not in y_contract and i not in y_batch]
-    if swap_ans:
-        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+jvp_rules[triangular_solve_p] = _triangular_solve_jvp
+transpose_rules[triangular_solve_p] = _triangular_solve_transpose
+batching_rules[triangular_solve_p] = _triangular_solve_batch
+
+# --- LU ----------------------------------------------------------------------------------
+
+lu_p = Primitive("lu", multiple_results=True)
+
+
+@lu_p.def_abstract_eval
+def _lu_abstract_eval(x: ShapedArray) -> list[ShapedArray]:
+    m, n = _check_matrix("lu", "x", x)
+    batch = tuple(x.shape[:-2])
+    return [ShapedArray(x.shape, x.dtype), ShapedArray((*batch, min(m, n)), dtypes.int32),
+            ShapedArray((*batch, m), dtypes.int32)]
+
+
+def lu(x: ArrayLike) -> tuple[Array, Array, Array]:
+    """``(lu, pivots, permutation)``: the LU decomposition with partial
+    pivoting, ``x[..., permutation, :] = L @ U`` with ``L`` unit lower
+    (strictly lower part of ``lu``) and ``U`` upper (upper part of ``lu``);
+    ``pivots`` are LAPACK's row swaps (0-based). NaNs where the
+    factorization fails (not where it is merely singular, as LAPACK)."""
+    _check_matrix("lu", "x", get_aval(x))
+    out = lu_p.bind(x)
+    return out[0], out[1], out[2]
+
+
+def _lu_jvp(primals: Any, tangents: Any) -> Any:
+    (a,), (g,) = primals, tangents
+    lu_, pivots, perm = lu_p.bind(a)
+    zeros = [helpers.zero_from_primal(pivots), helpers.zero_from_primal(perm)]
+    if helpers.is_zero(g):
+        return [lu_, pivots, perm], [helpers.zero_from_primal(lu_), *zeros]
+    shape = _shape(a)
+    nd = len(shape)
+    m, n = shape[-2:]
+    k = min(m, n)
+    dtype = _dtype(a)
+    batch = shape[:-2]
+    x = indexing.take_along_axis(g, st.broadcast_in_dim(perm, shape, (*range(nd - 2), nd - 2)),
+                                 nd - 2)
+    zero = np.array(0, dtype)
+    l_pad = [(0, 0, 0)] * nd
+    l_pad[-1] = (0, m - k, 0)
+    lk = st.slice(lu_, (0,) * nd, (*batch, m, k))
+    l_ = el.add(st.pad(_tril(lk, -1), zero, l_pad), _eye((*batch, m, m), dtype))
+    u_pad = [(0, 0, 0)] * nd
+    u_pad[-2] = (0, n - k, 0)
+    uk = st.slice(lu_, (0,) * nd, (*batch, k, n))
+    u_eye = st.pad(_eye((*batch, n - k, n - k), dtype), zero,
+                   [(0, 0, 0)] * (nd - 2) + [(k, 0, 0), (k, 0, 0)])
+    u_ = el.add(st.pad(_triu(uk), zero, u_pad), u_eye)
+    la = triangular_solve(l_, x, left_side=True, transpose_a=False, lower=True,
+                          unit_diagonal=True)
+    lau = triangular_solve(u_, la, left_side=False, transpose_a=False, lower=False)
+    l_dot = _mm(l_, _tril(lau, -1))
+    u_dot = _mm(_triu(lau), u_)
+    lu_dot = el.add(l_dot, u_dot)
+    if (m, n) != _shape(lu_dot)[-2:]:
+        lu_dot = st.slice(lu_dot, (0,) * nd, shape)
+    return [lu_, pivots, perm], [lu_dot, *zeros]
+
+
+jvp_rules[lu_p] = _lu_jvp
+_unary_batch(lu_p)
+
+lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
+
+
+@lu_pivots_to_permutation_p.def_abstract_eval
+def _pivots_abstract_eval(pivots: ShapedArray, *, permutation_size: int) -> ShapedArray:
+    if pivots.ndim < 1 or pivots.dtype != dtypes.int32:
+        raise TypeError(f"lu_pivots_to_permutation: argument 'pivots' must be an int32 array "
+                        f"of rank >= 1, got {pivots.dtype}{list(pivots.shape)}")
+    if permutation_size < pivots.shape[-1]:
+        raise ValueError(f"lu_pivots_to_permutation: permutation_size ({permutation_size}) "
+                         f"must be at least pivots.shape[-1] ({pivots.shape[-1]})")
+    return ShapedArray((*pivots.shape[:-1], permutation_size), dtypes.int32)
+
+
+def lu_pivots_to_permutation(pivots: ArrayLike, permutation_size: int) -> Array:
+    """The row permutation that LAPACK's sequence of swaps ``pivots``
+    (row ``i`` swapped with row ``pivots[i]``) applies to ``permutation_size``
+    rows."""
+    return lu_pivots_to_permutation_p.bind(
+        pivots, permutation_size=operator.index(permutation_size))
+
+
+helpers.defjvp_zero(lu_pivots_to_permutation_p)
+_unary_batch(lu_pivots_to_permutation_p)
+
+# --- eigh ----------------------------------------------------------------------------------
+
+eigh_p = Primitive("eigh", multiple_results=True)
+
+
+@eigh_p.def_abstract_eval
+def _eigh_abstract_eval(x: ShapedArray, *, lower: bool, sort_eigenvalues: bool,
+                        subset_by_index: tuple[int, int] | None) -> list[ShapedArray]:
+    n, _ = _check_matrix("eigh", "x", x, square=True)
+    if subset_by_index is not None and tuple(subset_by_index) != (0, n):
+        raise ValueError("eigh: subset_by_index other than (0, n) is not supported on CPU, "
+                         f"got {subset_by_index}")
+    real = common.real_dtype(x.dtype)
+    return [ShapedArray(x.shape, x.dtype), ShapedArray((*x.shape[:-1],), real)]
+
+
+def eigh(x: ArrayLike, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True,
+         subset_by_index: tuple[int, int] | None = None) -> tuple[Array, Array]:
+    """``(v, w)``: eigenvectors (columns of ``v``) and ascending eigenvalues of
+    each Hermitian trailing matrix; only the ``lower`` (or upper) triangle is
+    read unless ``symmetrize_input``."""
+    aval = get_aval(x)
+    _check_matrix("eigh", "x", aval, square=True)
+    if symmetrize_input:
+        x = symmetrize(x)
+    v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
+                       subset_by_index=None if subset_by_index is None
+                       else tuple(int(i) for i in subset_by_index))
+    return v, w
+
+
+def _eigh_jvp(primals: Any, tangents: Any, *, lower: bool, sort_eigenvalues: bool,
+              subset_by_index: Any) -> Any:
+    (a,), (g,) = primals, tangents
+    v, w_real = eigh_p.bind(symmetrize(a), lower=lower, sort_eigenvalues=sort_eigenvalues,
+                            subset_by_index=subset_by_index)
+    if helpers.is_zero(g):
+        return [v, w_real], [helpers.zero_from_primal(v), helpers.zero_from_primal(w_real)]
+    dtype = _dtype(a)
+    shape = _shape(a)
+    w = cv.convert_element_type(w_real, dtype)
+    # F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it.
+    eye = _eye(shape, dtype)
+    diff = el.sub(_broadcast_vec(w, shape, -1), _broadcast_vec(w, shape, -2))
+    F = el.sub(el.div(_scalar(diff, 1), el.add(eye, diff)), eye)
+    vdag_adot_v = _mm(_mm(_H(v), g), v)
+    dv = _mm(v, el.mul(F, vdag_adot_v))
+    dw = el.real(_diag(vdag_adot_v)) if dtype in common.COMPLEX else _diag(vdag_adot_v)
+    return [v, w_real], [dv, dw]
+
+
+jvp_rules[eigh_p] = _eigh_jvp
+_unary_batch(eigh_p)
+
+# --- eig (general, CPU) -----------------------------------------------------------------
+
+eig_p = Primitive("eig", multiple_results=True)
+
+
+@eig_p.def_abstract_eval
+def _eig_abstract_eval(x: ShapedArray, *, compute_left_eigenvectors: bool,
+                       compute_right_eigenvectors: bool,
+                       enable_eigvec_derivs: bool) -> list[ShapedArray]:
+    _check_matrix("eig", "x", x, square=True)
+    cdtype = common.complex_dtype(x.dtype) if x.dtype in common.FLOAT else x.dtype
+    outs = [ShapedArray(tuple(x.shape[:-1]), cdtype)]
+    if compute_left_eigenvectors:
+        outs.append(ShapedArray(x.shape, cdtype))
+    if compute_right_eigenvectors:
+        outs.append(ShapedArray(x.shape, cdtype))
+    return outs
+
+
+def eig(x: ArrayLike, *, compute_left_eigenvectors: bool = True,
+        compute_right_eigenvectors: bool = True, enable_eigvec_derivs: bool = False,
+        use_magma: bool | None = None) -> list[Array]:
+    """``[w, vl, vr]`` (those asked for): the complex eigenvalues and left/right
+    eigenvectors (unit-norm columns) of each square trailing matrix; CPU only
+    (LAPACK ``geev``). Eigenvalues are differentiable; eigenvectors only with
+    ``enable_eigvec_derivs`` (valid for distinct eigenvalues), as in JAX."""
+    _check_matrix("eig", "x", get_aval(x), square=True)
+    return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                           compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                           enable_eigvec_derivs=bool(enable_eigvec_derivs)))
+
+
+def _solve_square(a: Any, b: Any) -> Any:
+    """``a^-1 b`` for square ``a`` by LU with partial pivoting."""
+    lu_, _, perm = lu(a)
+    nd = len(_shape(b))
+    x = indexing.take_along_axis(
+        b, st.broadcast_in_dim(perm, _shape(b), (*range(nd - 2), nd - 2)), nd - 2)
+    x = triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    return triangular_solve(lu_, x, left_side=True, lower=False)
+
+
+def _eig_vec_jvp(w: Any, v: Any, da: Any) -> tuple[Any, Any]:
+    """The eigenvalue and eigenvector tangents, eigenvectors kept unit-norm
+    with the phase of their largest entry fixed (JAX's normalization)."""
+    shape = _shape(v)
+    nd = len(shape)
+    eye = _eye(shape, _dtype(v))
+    diff = el.sub(_broadcast_vec(w, shape, -1), _broadcast_vec(w, shape, -2))
+    F = el.sub(el.div(_scalar(diff, 1), el.add(eye, diff)), eye)
+    P = _mm(_solve_square(v, da), v)
+    dw = _diag(P)
+    U = _mm(v, el.mul(F, P))
+    k = red.argmax(el.abs(v), nd - 2, dtypes.int32)
+    rows = st.broadcasted_iota(dtypes.int32, shape, nd - 2)
+    mask = cv.convert_element_type(
+        el.eq(rows, st.broadcast_in_dim(k, shape, (*range(nd - 2), nd - 1))), _dtype(v))
+    re = el.neg(el.real(red.reduce_sum(el.mul(el.conj(v), U), (nd - 2,))))
+    im = el.div(el.neg(el.imag(red.reduce_sum(el.mul(mask, U), (nd - 2,)))),
+                el.real(red.reduce_sum(el.mul(mask, v), (nd - 2,))))
+    c = el.complex(re, im)
+    return dw, el.add(U, el.mul(v, _broadcast_vec(c, shape, -1)))
+
+
+def _eig_jvp(primals: Any, tangents: Any, *, compute_left_eigenvectors: bool,
+             compute_right_eigenvectors: bool, enable_eigvec_derivs: bool) -> Any:
+    (a,), (da,) = primals, tangents
+    vectors = compute_left_eigenvectors or compute_right_eigenvectors
+    if vectors and not enable_eigvec_derivs:
+        raise ValueError(
+            "eig: derivatives of non-symmetric eigenvectors are valid only for distinct "
+            "eigenvalues, which lamina cannot check; pass enable_eigvec_derivs=True to "
+            "lax.linalg.eig to opt in (as in JAX), or differentiate only the eigenvalues")
+    outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
+                      compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs)
+    w, vr = outs[0], outs[-1]
+    da = cv.convert_element_type(helpers.instantiate(da), _dtype(vr))
+    if not vectors:
+        return [w], [red.reduce_sum(el.mul(_solve_square(vr, da), _T(vr)),
+                                    (len(_shape(vr)) - 1,))]
+    dw, dvr = _eig_vec_jvp(w, vr, da)
+    primal_out, tangent_out = [w], [dw]
+    if compute_left_eigenvectors:
+        _, dvl = _eig_vec_jvp(el.conj(w), outs[1], _H(da))
+        primal_out.append(outs[1])
+        tangent_out.append(dvl)
+    if compute_right_eigenvectors:
+        primal_out.append(vr)
+        tangent_out.append(dvr)
+    return primal_out, tangent_out
+
+
+jvp_rules[eig_p] = _eig_jvp
+_unary_batch(eig_p)
+
+# --- QR ------------------------------------------------------------------------------------
+
+geqrf_p = Primitive("geqrf", multiple_results=True)
+
+
+@geqrf_p.def_abstract_eval
+def _geqrf_abstract_eval(x: ShapedArray) -> list[ShapedArray]:
+    m, n = _check_matrix("geqrf", "x", x)
+    return [ShapedArray(x.shape, x.dtype), ShapedArray((*x.shape[:-2], min(m, n)), x.dtype)]
+
+
+def geqrf(x: ArrayLike) -> tuple[Array, Array]:
+    """LAPACK's QR in Householder form: ``(a, taus)`` with ``R`` in the upper
+    triangle of ``a`` and the reflectors below it. Not differentiable (as in
+    JAX); ``qr`` is."""
+    a, taus = geqrf_p.bind(x)
+    return a, taus
+
+
+_unary_batch(geqrf_p)
+
+householder_product_p = Primitive("householder_product")
+
+
+@householder_product_p.def_abstract_eval
+def _householder_abstract_eval(a: ShapedArray, taus: ShapedArray) -> ShapedArray:
+    m, n = _check_matrix("householder_product", "a", a)
+    if taus.dtype != a.dtype or taus.shape[:-1] != a.shape[:-2] or taus.ndim != a.ndim - 1:
+        raise ValueError(f"householder_product: argument 'taus' must have shape "
+                         f"{(*a.shape[:-2], 'k')} and dtype {a.dtype}, got "
+                         f"{taus.dtype}{list(taus.shape)}")
+    if m < n or taus.shape[-1] > n:
+        raise ValueError(f"householder_product: need m >= n >= k for a of shape {a.shape} "
+                         f"and taus of shape {taus.shape}")
+    return ShapedArray(a.shape, a.dtype)
+
+
+def householder_product(a: ArrayLike, taus: ArrayLike) -> Array:
+    """The product of the Householder reflectors stored in ``a``/``taus``
+    (LAPACK's ``orgqr``/``ungqr``): the first ``n`` columns of ``Q``."""
+    return householder_product_p.bind(a, taus)
+
+
+def _householder_batch(args: Sequence[Any], dims: Sequence[int | None]) -> Any:
+    a, taus = _front_batch(householder_product_p, args, dims)
+    return householder_product_p.bind(a, taus), 0
+
+
+batching_rules[householder_product_p] = _householder_batch
+
+qr_p = Primitive("qr", multiple_results=True)
+
+
+@qr_p.def_abstract_eval
+def _qr_abstract_eval(x: ShapedArray, *, pivoting: bool, full_matrices: bool,
+                      use_magma: Any) -> list[ShapedArray]:
+    m, n = _check_matrix("qr", "x", x)
+    if pivoting:
+        raise ValueError("qr: pivoting=True is not supported")
+    batch = tuple(x.shape[:-2])
+    k = m if full_matrices else min(m, n)
+    return [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
+
+
+def qr(x: ArrayLike, *, pivoting: bool = False, full_matrices: bool = True,
+       use_magma: bool | None = None) -> tuple[Array, Array]:
+    """``(q, r)`` with ``x = q @ r``, ``q`` orthonormal columns and ``r`` upper
+    triangular; ``full_matrices`` gives the square ``q`` (``m x m``)."""
+    _check_matrix("qr", "x", get_aval(x))
+    q, r = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices),
+                     use_magma=use_magma)
+    return q, r
+
+
+def _qr_impl_traceable(x: Any, full_matrices: bool) -> tuple[Any, Any]:
+    """QR from the LAPACK building blocks (what the lowering inlines)."""
+    shape = _shape(x)
+    nd = len(shape)
+    m, n = shape[-2:]
+    batch = shape[:-2]
+    a, taus = geqrf(x)
+    if m < n:
+        q = householder_product(st.slice(a, (0,) * nd, (*batch, m, m)), taus)
+    elif full_matrices:
+        padded = st.pad(a, np.array(0, _dtype(a)), [(0, 0, 0)] * (nd - 1) + [(0, m - n, 0)])
+        q = householder_product(padded, taus)
     else:
-        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
-    dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(y_batch)))
-    order = sorted(range(len(y_contract)), key=lambda i: y_contract[i])
-    x_contract_by_y = [x_contract[i] for i in order]
-    unsorted = list(x_batch) + x_kept + x_contract_by_y
-    out_axes = tuple(sorted(range(len(unsorted)), key=lambda i: unsorted[i]))
-    return dims, out_axes
-
-
-def _dot_transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DotDimensionNumbers,
-                       precision: Any, preferred_element_type: Any, out_sharding: Any,
-                       swap_ans: bool = False) -> Any:
-    x_aval = x.aval
-    dims, out_axes = _dot_transpose_plan(dimension_numbers, len(x_aval.shape),
-                                         len(get_aval(y).shape), swap_ans)
-    out = dot_general(ct, y, dims, precision=precision,
-                      preferred_element_type=preferred_element_type)
-    x_bar = st.transpose(out, out_axes)
-    if get_aval(x_bar).dtype != x_aval.dtype:
-        x_bar = convert._convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type,
-                                              warn_on_complex_to_real_cast=False)
-    return x_bar
-
-
-def _dot_transpose_rhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DotDimensionNumbers,
-                       precision: Any, preferred_element_type: Any, out_sharding: Any) -> Any:
-    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    swapped = ((y_contract, x_contract), (y_batch, x_batch))
-    return _dot_transpose_lhs(ct, y, x, dimension_numbers=swapped, precision=precision,
-                              preferred_element_type=preferred_element_type,
-                              out_sharding=out_sharding, swap_ans=True)
-
-
-def _bump(dims: tuple[int, ...], b: int) -> tuple[int, ...]:
-    return tuple(d + 1 if d >= b else d for d in dims)
-
-
-def _dot_batch_dnums(ndims: tuple[int, int], bdims: tuple[int | None, int | None],
-                     dnums: DotDimensionNumbers) -> tuple[DotDimensionNumbers, int]:
-    lhs_nd, rhs_nd = ndims
-    lbd, rbd = bdims
-    (lc, rc), (lb, rb) = dnums
-    if lbd is not None and rbd is not None:
-        new = ((_bump(lc, lbd), _bump(rc, rbd)), ((lbd,) + _bump(lb, lbd), (rbd,) + _bump(rb, rbd)))
-        return new, 0
-    if lbd is not None:
-        lhs_tensor = [d for d in range(lhs_nd) if d not in lb and d not in lc]
-        out_dim = len(lb) + sum(1 for d in lhs_tensor if d < lbd)
-        return ((_bump(lc, lbd), rc), (_bump(lb, lbd), rb)), out_dim
-    assert rbd is not None
-    rhs_tensor = [d for d in range(rhs_nd) if d not in rb and d not in rc]
-    out_dim = lhs_nd - len(lc) + sum(1 for d in rhs_tensor if d < rbd)
-    return ((lc, _bump(rc, rbd)), (lb, _bump(rb, rbd))), out_dim
-
-
-def _dot_general_batch(args: Any, dims: Any, *, dimension_numbers: DotDimensionNumbers,
-                       precision: Any, preferred_element_type: Any, out_sharding: Any) -> Any:
-    lhs, rhs = args
-    lbd, rbd = dims
-    new_dnums, out_dim = _dot_batch_dnums((len(get_aval(lhs).shape), len(get_aval(rhs).shape)),
-                                          (lbd, rbd), dimension_numbers)
-    out = dot_general_p.bind(lhs, rhs, dimension_numbers=new_dnums, precision=precision,
-                             preferred_element_type=preferred_element_type,
-                             out_sharding=out_sharding)
-    return out, out_dim
-
-
-helpers.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
-batching_rules[dot_general_p] = _dot_general_batch
-
-
-def _dot_general_printer(params: dict[str, Any]) -> dict[str, str | None]:
-    # As JAX prints it: dimension numbers as lists, no None-valued options.
-    (lc, rc), (lb, rb) = params["dimension_numbers"]
-    shown: dict[str, str | None] = {
-        "dimension_numbers": f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"}
-    for k in ("precision", "preferred_element_type", "out_sharding"):
-        if params.get(k) is None:
-            shown[k] = None
-    return shown
-
-
-param_printers[dot_general_p] = _dot_general_printer
-
-
-# --- conv_general_dilated -------------------------------------------------------------------
-class ConvDimensionNumbers(NamedTuple):
-    """Layouts of a convolution: ``lhs_spec = (batch, feature, spatial...)``,
-    ``rhs_spec = (out feature, in feature, spatial...)``, ``out_spec`` like lhs."""
-
-    lhs_spec: tuple[int, ...]
-    rhs_spec: tuple[int, ...]
-    out_spec: tuple[int, ...]
-
-
-def conv_general_permutations(dimension_numbers: tuple[str, str, str]
-                              ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Specs like ``('NCHW', 'OIHW', 'NCHW')`` as dimension permutations."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    charpairs = (("N", "C"), ("O", "I"), ("N", "C"))
-    for i, (a, b) in enumerate(charpairs):
-        if not dimension_numbers[i].count(a) == dimension_numbers[i].count(b) == 1:
-            raise TypeError(f"convolution dimension_numbers[{i}] must contain the characters "
-                            f"'{a}' and '{b}' exactly once, got {dimension_numbers[i]}.")
-        if len(dimension_numbers[i]) != len(set(dimension_numbers[i])):
-            raise TypeError(f"convolution dimension_numbers[{i}] cannot have duplicate "
-                            f"characters, got {dimension_numbers[i]}.")
-    if not (set(lhs_spec) - {"N", "C"} == set(rhs_spec) - {"O", "I"}
-            == set(out_spec) - {"N", "C"}):
-        raise TypeError("convolution dimension_numbers elements must each have the same set "
-                        f"of spatial characters, got {dimension_numbers}.")
-
-    def perm(spec: str, pair: tuple[str, str]) -> tuple[int, ...]:
-        spatial = [i for i, c in enumerate(spec) if c not in pair]
-        if spec is not rhs_spec:
-            spatial.sort(key=lambda i: rhs_spec.index(spec[i]))
-        return (spec.index(pair[0]), spec.index(pair[1])) + tuple(spatial)
-
-    return (perm(lhs_spec, charpairs[0]), perm(rhs_spec, charpairs[1]),
-            perm(out_spec, charpairs[2]))
-
-
-def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
-                           dimension_numbers: Any) -> ConvDimensionNumbers:
-    """``dimension_numbers`` (None, three strings, or ConvDimensionNumbers) in
-    canonical ConvDimensionNumbers form."""
-    if isinstance(dimension_numbers, ConvDimensionNumbers):
-        return ConvDimensionNumbers(*(tuple(int(i) for i in s) for s in dimension_numbers))
-    if len(lhs_shape) != len(rhs_shape):
-        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got "
-                        f"{len(lhs_shape)} and {len(rhs_shape)}.")
-    if dimension_numbers is None:
-        iota = tuple(range(len(lhs_shape)))
-        return ConvDimensionNumbers(iota, iota, iota)
-    if isinstance(dimension_numbers, (list, tuple)):
-        if len(dimension_numbers) != 3:
-            raise TypeError(f"convolution dimension_numbers list/tuple must be length 3, got "
-                            f"{len(dimension_numbers)}.")
-        if not all(isinstance(e, str) for e in dimension_numbers):
-            raise TypeError(f"convolution dimension_numbers elements must be strings, got "
-                            f"{tuple(map(type, dimension_numbers))}.")
-        for i, e in enumerate(dimension_numbers):
-            if len(e) != len(lhs_shape):
-                raise TypeError(f"convolution dimension_numbers[{i}] must have len equal to "
-                                f"the ndim of lhs and rhs, got {len(e)} for lhs and rhs "
-                                f"shapes {tuple(lhs_shape)} and {tuple(rhs_shape)}.")
-        return ConvDimensionNumbers(*conv_general_permutations(tuple(dimension_numbers)))
-    raise TypeError(f"convolution dimension_numbers must be tuple/list or None, got "
-                    f"{type(dimension_numbers)}.")
-
-
-class PaddingType(enum.Enum):
-    VALID = 1
-    SAME = 2
-    SAME_LOWER = 3
-
-
-def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
-                    window_strides: Sequence[int], padding: str | PaddingType
-                    ) -> list[tuple[int, int]]:
-    """Explicit ``(low, high)`` pads for 'VALID', 'SAME' or 'SAME_LOWER'."""
-    if isinstance(padding, str):
-        try:
-            padding = PaddingType[padding.upper()]
-        except KeyError:
-            raise RuntimeError(f"Unrecognized padding type: expected 'VALID', 'SAME', or "
-                               f"'SAME_LOWER', got {padding}.") from None
-    if padding in (PaddingType.SAME, PaddingType.SAME_LOWER):
-        pads = []
-        for d, w, s in zip(in_shape, window_shape, window_strides):
-            out = -(-int(d) // int(s))
-            total = builtin_max(0, (out - 1) * int(s) + int(w) - int(d))
-            lo = total // 2 if padding == PaddingType.SAME else total - total // 2
-            pads.append((lo, total - lo))
-        return pads
-    if padding == PaddingType.VALID:
-        return [(0, 0)] * len(in_shape)
-    raise TypeError(f"Unknown padding type: {padding}.")
-
-
-def builtin_max(a: int, b: int) -> int:
-    return a if a > b else b
-
-
-def _dilate_shape(shape: Sequence[int], dilation: Sequence[int]) -> tuple[int, ...]:
-    return tuple(0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation))
-
-
-def _conv_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
-                      strides: Sequence[int], pads: Sequence[tuple[int, int]],
-                      batch_group_count: int = 1) -> tuple[int, ...]:
-    if len(pads) != len(lhs_shape) - 2:
-        raise TypeError(f"Wrong number of explicit pads for convolution: expected "
-                        f"{len(lhs_shape) - 2}, got {len(pads)}.")
-    padded = [d + lo + hi for d, (lo, hi) in zip(lhs_shape[2:], pads)]
-    if any(p < 0 for p in padded):
-        raise ValueError(f"Negative padding is larger than the size of the corresponding "
-                         f"dimension: got padding={tuple(pads)} for lhs_shape[2:]="
-                         f"{tuple(lhs_shape[2:])}")
-    space = tuple(0 if p < k else (p - k) // s + 1
-                  for p, k, s in zip(padded, rhs_shape[2:], strides))
-    batch = lhs_shape[0] // batch_group_count if batch_group_count > 1 else lhs_shape[0]
-    return (batch, rhs_shape[0]) + space
-
-
-conv_general_dilated_p = Primitive("conv_general_dilated")
-
-
-@conv_general_dilated_p.def_abstract_eval
-def _conv_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *, window_strides: tuple[int, ...],
-                        padding: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...],
-                        rhs_dilation: tuple[int, ...], dimension_numbers: ConvDimensionNumbers,
-                        feature_group_count: int, batch_group_count: int, precision: Any,
-                        preferred_element_type: Any, out_sharding: Any) -> ShapedArray:
-    name = "conv_general_dilated"
-    if not isinstance(dimension_numbers, ConvDimensionNumbers):
-        raise TypeError(f"{name} dimension_numbers must be a ConvDimensionNumbers, got "
-                        f"{dimension_numbers!r}")
-    if len(lhs.shape) != len(rhs.shape):
-        raise ValueError(f"{name} lhs and rhs must have the same number of dimensions, but "
-                         f"got {lhs.shape} and {rhs.shape}.")
-    nd = len(lhs.shape)
-    for spec_name, spec in zip(("lhs_spec", "rhs_spec", "out_spec"), dimension_numbers):
-        if sorted(spec) != list(range(nd)):
-            raise ValueError(f"{name} dimension_numbers.{spec_name} {spec} must be a "
-                             f"permutation of range({nd})")
-    for a in (lhs, rhs):
-        if a.dtype not in common.ANY:
-            common.check_dtype(name, a, common.ANY)
-    common.check_same_dtypes(name, lhs, rhs)
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    if feature_group_count <= 0:
-        raise ValueError(f"{name} feature_group_count must be a positive integer, got "
-                         f"{feature_group_count}.")
-    lhs_features = lhs.shape[lhs_spec[1]]
-    quot, rem = divmod(lhs_features, feature_group_count)
-    if rem:
-        raise ValueError(f"{name} feature_group_count must divide lhs feature dimension size, "
-                         f"but {feature_group_count} does not divide {lhs_features}.")
-    if quot != rhs.shape[rhs_spec[1]]:
-        raise ValueError(f"{name} lhs feature dimension size divided by feature_group_count "
-                         f"must equal the rhs input feature dimension size, but "
-                         f"{lhs_features} // {feature_group_count} != {rhs.shape[rhs_spec[1]]}.")
-    if rhs.shape[rhs_spec[0]] % feature_group_count:
-        raise ValueError(f"{name} rhs output feature dimension size must be a multiple of "
-                         f"feature_group_count, but {rhs.shape[rhs_spec[0]]} is not a multiple "
-                         f"of {feature_group_count}.")
-    if batch_group_count <= 0:
-        raise ValueError(f"{name} batch_group_count must be a positive integer, got "
-                         f"{batch_group_count}.")
-    lhs_batch = lhs.shape[lhs_spec[0]]
-    if batch_group_count > 1 and lhs_batch % batch_group_count:
-        raise ValueError(f"{name} batch_group_count must divide lhs batch dimension size, but "
-                         f"{batch_group_count} does not divide {lhs_batch}.")
-    if rhs.shape[rhs_spec[0]] % batch_group_count:
-        raise ValueError(f"{name} rhs output feature dimension size must be a multiple of "
-                         f"batch_group_count, but {rhs.shape[rhs_spec[0]]} is not a multiple "
-                         f"of {batch_group_count}.")
-    if batch_group_count > 1 and feature_group_count > 1:
-        raise ValueError(f"At most one of batch_group_count and feature_group_count may be > "
-                         f"1, got batch_group_count={batch_group_count} and "
-                         f"feature_group_count={feature_group_count}")
-    n_spatial = nd - 2
-    for pname, p in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
-                     ("rhs_dilation", rhs_dilation), ("padding", padding)):
-        if len(p) != n_spatial:
-            raise ValueError(f"{name} {pname} must have one entry per spatial dimension "
-                             f"({n_spatial}), got {p}")
-    for pname, p in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
-                     ("rhs_dilation", rhs_dilation)):
-        if any(v <= 0 for v in p):
-            raise ValueError(f"{name} {pname} must be positive, got {p}")
-    lhs_t = _dilate_shape([lhs.shape[i] for i in lhs_spec], (1, 1) + tuple(lhs_dilation))
-    rhs_t = _dilate_shape([rhs.shape[i] for i in rhs_spec], (1, 1) + tuple(rhs_dilation))
-    out_t = _conv_shape_tuple(lhs_t, rhs_t, window_strides, padding, batch_group_count)
-    inv = np.argsort(out_spec)
-    shape = tuple(out_t[i] for i in inv)
-    dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
-    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
-
-
-def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int],
-                         padding: str | Sequence[tuple[int, int]],
-                         lhs_dilation: Sequence[int] | None = None,
-                         rhs_dilation: Sequence[int] | None = None,
-                         dimension_numbers: Any = None, feature_group_count: int = 1,
-                         batch_group_count: int = 1, precision: Any = None,
-                         preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
-    """General n-d convolution with strides, padding, lhs (transposed-conv) and
-    rhs (atrous) dilation, and feature/batch grouping."""
-    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
-    dnums = conv_dimension_numbers(ls, rs, dimension_numbers)
-    n = len(ls) - 2
-    if lhs_dilation is None:
-        lhs_dilation = (1,) * n
-    elif isinstance(padding, str) and any(d != 1 for d in lhs_dilation):
-        raise ValueError("String padding is not implemented for transposed convolution using "
-                         "this op. Please either exactly specify the required padding or use "
-                         "conv_transpose.")
-    if rhs_dilation is None:
-        rhs_dilation = (1,) * n
-    if isinstance(padding, str):
-        lhs_perm, rhs_perm, _ = dnums
-        rhs_sp = [rs[i] for i in rhs_perm][2:]
-        eff = [0 if k == 0 else 1 + r * (k - 1) for k, r in zip(rhs_sp, rhs_dilation)]
-        pads = padtype_to_pads([ls[i] for i in lhs_perm][2:], eff, window_strides, padding)
-    else:
-        try:
-            pads = [(operator.index(lo), operator.index(hi)) for lo, hi in padding]
-        except (ValueError, TypeError):
-            raise ValueError("padding argument to conv_general_dilated should be a string or "
-                             f"a sequence of (low, high) pairs, got {padding}") from None
-    return conv_general_dilated_p.bind(
-        lhs, rhs, window_strides=common.as_int_tuple("conv", "window_strides", window_strides),
-        padding=tuple(pads), lhs_dilation=common.as_int_tuple("conv", "lhs_dilation", lhs_dilation),
-        rhs_dilation=common.as_int_tuple("conv", "rhs_dilation", rhs_dilation),
-        dimension_numbers=dnums, feature_group_count=operator.index(feature_group_count),
-        batch_group_count=operator.index(batch_group_count),
-        precision=canonicalize_precision(precision),
-        preferred_element_type=_canonical_preferred(preferred_element_type),
-        out_sharding=out_sharding)
-
-
-def conv(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int], padding: str,
-         precision: Any = None, preferred_element_type: Any = None) -> Array:
-    """NCHW/OIHW convolution without dilation."""
-    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
-                                preferred_element_type=preferred_element_type)
-
-
-def conv_with_general_padding(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int],
-                              padding: str | Sequence[tuple[int, int]],
-                              lhs_dilation: Sequence[int] | None,
-                              rhs_dilation: Sequence[int] | None, precision: Any = None,
-                              preferred_element_type: Any = None) -> Array:
-    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
-                                rhs_dilation=rhs_dilation, precision=precision,
-                                preferred_element_type=preferred_element_type)
-
-
-def _conv_transpose_padding(k: int, s: int, padding: Any) -> tuple[int, int]:
-    """Before/after padding of one dim of a transposed conv, given the padding
-    ('SAME', 'VALID' or explicit pair) of the forward conv."""
-    if padding == "SAME":
-        pad_len = k + s - 2
-        pad_a = k - 1 if s > k - 1 else -(-pad_len // 2)
-    elif padding == "VALID":
-        pad_len = k + s - 2 + builtin_max(k - s, 0)
-        pad_a = k - 1
-    elif isinstance(padding, tuple):
-        pads = tuple(k - p - 1 for p in padding)
-        pad_a, pad_len = pads[0], sum(pads)
-    else:
-        raise ValueError(f"Invalid padding mode: {padding}")
-    return pad_a, pad_len - pad_a
-
-
-def conv_transpose(lhs: ArrayLike, rhs: ArrayLike, strides: Sequence[int],
-                   padding: str | Sequence[tuple[int, int]],
-                   rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
-                   transpose_kernel: bool = False, precision: Any = None,
-                   preferred_element_type: Any = None,
-                   use_consistent_padding: bool = False) -> Array:
-    """Transposed ("deconvolution") convolution, as a conv with lhs dilation
-    (output padding follows keras' Conv2DTranspose)."""
-    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
-    nd = len(ls)
-    if dimension_numbers is None:
-        dimension_numbers = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
-                             4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}.get(nd)
-        if dimension_numbers is None:
-            raise ValueError("No 4+ dimensional dimension_number defaults.")
-    dn = conv_dimension_numbers(ls, rs, dimension_numbers)
-    k_sdims = [rs[i] for i in dn.rhs_spec][2:]
-    if rhs_dilation is None:
-        rhs_dilation = (1,) * (nd - 2)
-    pads: Any
-    if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
-        eff = [0 if k == 0 else 1 + r * (k - 1) for k, r in zip(k_sdims, rhs_dilation)]
-        per_dim = [padding] * len(strides) if isinstance(padding, str) else list(padding)
-        pads = [_conv_transpose_padding(k, s, tuple(p) if not isinstance(p, str) else p)
-                for k, s, p in zip(eff, strides, per_dim)]
-    else:
-        pads = padding
-    if transpose_kernel:
-        rhs = st.rev(rhs, tuple(dn.rhs_spec[2:]))
-        perm = list(range(nd))
-        perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = dn.rhs_spec[1], dn.rhs_spec[0]
-        rhs = st.transpose(rhs, tuple(perm))
-    return conv_general_dilated(lhs, rhs, (1,) * (nd - 2), pads, strides, rhs_dilation, dn,
-                                precision=precision,
-                                preferred_element_type=preferred_element_type)
-
-
-def _conv_spec_transpose(spec: tuple[int, ...]) -> tuple[int, ...]:
-    return (spec[1], spec[0]) + tuple(spec[2:])
-
-
-def _reshape_axis_into(src: int, dst: int, x: Any) -> Any:
-    """Merges axis ``src`` of ``x`` into axis ``dst`` (``src`` becomes the major part)."""
-    shape = get_aval(x).shape
-    perm = [i for i in range(len(shape)) if i != src]
-    perm.insert(dst, src)
-    new_shape = [d for i, d in enumerate(shape) if i != src]
-    new_shape[dst] *= shape[src]
-    return st.reshape(x, tuple(new_shape), tuple(perm))
-
-
-def _reshape_axis_out_of(src: int, size1: int, x: Any) -> Any:
-    """Splits axis ``src`` of ``x`` into ``(size1, rest)``."""
-    shape = list(get_aval(x).shape)
-    size2, ragged = divmod(shape[src], size1)
-    assert not ragged
-    shape[src:src + 1] = [size1, size2]
-    return st.reshape(x, tuple(shape))
-
-
-def _conv_vjp_lhs_padding(in_shape: Sequence[int], window: Sequence[int],
-                          strides: Sequence[int], out_shape: Sequence[int],
-                          padding: Sequence[tuple[int, int]], lhs_dilation: Sequence[int],
-                          rhs_dilation: Sequence[int]) -> list[tuple[int, int]]:
-    lhs_d = _dilate_shape(in_shape, lhs_dilation)
-    rhs_d = _dilate_shape(window, rhs_dilation)
-    out_d = _dilate_shape(out_shape, strides)
-    before = [r - lo - 1 for r, (lo, _) in zip(rhs_d, padding)]
-    after = [lh + r - 1 - o - b for lh, r, o, b in zip(lhs_d, rhs_d, out_d, before)]
-    return list(zip(before, after))
-
-
-def _conv_vjp_rhs_padding(in_shape: Sequence[int], window: Sequence[int],
-                          strides: Sequence[int], out_shape: Sequence[int],
-                          padding: Sequence[tuple[int, int]], lhs_dilation: Sequence[int],
-                          rhs_dilation: Sequence[int]) -> list[tuple[int, int]]:
-    if not in_shape:
-        return []
-    lhs_d = _dilate_shape(in_shape, lhs_dilation)
-    rhs_d = _dilate_shape(window, rhs_dilation)
-    out_d = _dilate_shape(out_shape, strides)
-    lows = [lo for lo, _ in padding]
-    from_lhs = [o - lh for o, lh in zip(out_d, lhs_d)]
-    from_rhs = [r - lo - 1 for r, lo in zip(rhs_d, lows)]
-    return list(zip(lows, [a + b for a, b in zip(from_lhs, from_rhs)]))
-
-
-def _conv_transpose_lhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple[int, ...],
-                        padding: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...],
-                        rhs_dilation: tuple[int, ...], dimension_numbers: ConvDimensionNumbers,
-                        feature_group_count: int, batch_group_count: int, precision: Any,
-                        preferred_element_type: Any, out_sharding: Any) -> Any:
-    lhs_aval = lhs.aval
-    rhs_shape = get_aval(rhs).shape
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    lhs_sdims, rhs_sdims, out_sdims = lhs_spec[2:], rhs_spec[2:], out_spec[2:]
-    t_rhs_spec = _conv_spec_transpose(rhs_spec)
-    if feature_group_count > 1:
-        rhs = _reshape_axis_out_of(rhs_spec[0], feature_group_count, rhs)
-        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
-    elif batch_group_count > 1:
-        rhs = _reshape_axis_out_of(rhs_spec[0], batch_group_count, rhs)
-        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
-        feature_group_count = batch_group_count
-    trans_dnums = ConvDimensionNumbers(out_spec, t_rhs_spec, lhs_spec)
-    ct_shape = get_aval(ct).shape
-    pads = _conv_vjp_lhs_padding([lhs_aval.shape[i] for i in lhs_sdims],
-                                 [rhs_shape[i] for i in rhs_sdims], window_strides,
-                                 [ct_shape[i] for i in out_sdims], padding, lhs_dilation,
-                                 rhs_dilation)
-    revd = st.rev(rhs, tuple(rhs_sdims))
-    if get_aval(revd).dtype != get_aval(ct).dtype:
-        revd = convert.convert_element_type(revd, get_aval(ct).dtype)
-    out = conv_general_dilated(ct, revd, window_strides=lhs_dilation, padding=pads,
-                               lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
-                               dimension_numbers=trans_dnums,
-                               feature_group_count=feature_group_count, batch_group_count=1,
-                               precision=precision,
-                               preferred_element_type=preferred_element_type)
-    if get_aval(out).dtype != lhs_aval.dtype:
-        out = convert.convert_element_type(out, lhs_aval.dtype)
-    if batch_group_count > 1:
-        out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
-        out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
-    return out
-
-
-def _conv_transpose_rhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple[int, ...],
-                        padding: tuple[tuple[int, int], ...], lhs_dilation: tuple[int, ...],
-                        rhs_dilation: tuple[int, ...], dimension_numbers: ConvDimensionNumbers,
-                        feature_group_count: int, batch_group_count: int, precision: Any,
-                        preferred_element_type: Any, out_sharding: Any) -> Any:
-    rhs_aval = rhs.aval
-    if get_aval(ct).size == 0:
-        return helpers.Zero(rhs_aval)
-    lhs_shape = get_aval(lhs).shape
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    lhs_sdims, rhs_sdims, out_sdims = lhs_spec[2:], rhs_spec[2:], out_spec[2:]
-    lhs_t, rhs_t, out_t = (_conv_spec_transpose(s) for s in dimension_numbers)
-    if batch_group_count > 1:
-        feature_group_count, batch_group_count = batch_group_count, 1
-    elif feature_group_count > 1:
-        batch_group_count, feature_group_count = feature_group_count, 1
-    trans_dnums = ConvDimensionNumbers(lhs_t, out_t, rhs_t)
-    ct_shape = get_aval(ct).shape
-    pads = _conv_vjp_rhs_padding([lhs_shape[i] for i in lhs_sdims],
-                                 [rhs_aval.shape[i] for i in rhs_sdims], window_strides,
-                                 [ct_shape[i] for i in out_sdims], padding, lhs_dilation,
-                                 rhs_dilation)
-    if get_aval(lhs).dtype != get_aval(ct).dtype:
-        lhs = convert.convert_element_type(lhs, get_aval(ct).dtype)
-    out = conv_general_dilated(lhs, ct, window_strides=rhs_dilation, padding=pads,
-                               lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
-                               dimension_numbers=trans_dnums,
-                               feature_group_count=feature_group_count,
-                               batch_group_count=batch_group_count, precision=precision,
-                               preferred_element_type=preferred_element_type)
-    if get_aval(out).dtype != rhs_aval.dtype:
-        out = convert.convert_element_type(out, rhs_aval.dtype)
-    return out
-
-
-def _conv_batch(args: Any, dims: Any, **params: Any) -> Any:
-    lhs, rhs = args
-    lbd, rbd = dims
-    dn: ConvDimensionNumbers = params["dimension_numbers"]
-    fgc, bgc = params["feature_group_count"], params["batch_group_count"]
-    lhs_spec, rhs_spec, out_spec = dn
-    rest = {k: v for k, v in params.items()
-            if k not in ("feature_group_count", "batch_group_count")}
-
-    def bind(lhs_: Any, rhs_: Any, fgc_: int, bgc_: int) -> Any:
-        return conv_general_dilated_p.bind(lhs_, rhs_, feature_group_count=fgc_,
-                                           batch_group_count=bgc_, **rest)
-
-    if lbd is not None and rbd is not None:
-        size = get_aval(lhs).shape[lbd]
-        if bgc > 1:
-            new_lhs = _reshape_axis_into(lbd, lhs_spec[0], lhs)
-            bgc *= size
-        else:
-            new_lhs = _reshape_axis_into(lbd, lhs_spec[1], lhs)
-            fgc *= size
-        new_rhs = _reshape_axis_into(rbd, rhs_spec[0], rhs)
-        out = bind(new_lhs, new_rhs, fgc, bgc)
-        return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
-    if lbd is not None:
-        size = get_aval(lhs).shape[lbd]
-        if bgc == 1:
-            new_lhs = _reshape_axis_into(lbd, lhs_spec[0], lhs)
-            out = bind(new_lhs, rhs, fgc, bgc)
-            return _reshape_axis_out_of(out_spec[0], size, out), out_spec[0]
-        new_lhs = _reshape_axis_out_of(lhs_spec[0] + int(lbd <= lhs_spec[0]), bgc, lhs)
-        new_lhs = _reshape_axis_into(lbd + int(lhs_spec[0] < lbd), lhs_spec[0] + 1, new_lhs)
-        new_lhs = _reshape_axis_into(lhs_spec[0], lhs_spec[0], new_lhs)
-        out = bind(new_lhs, rhs, fgc, bgc)
-        return _reshape_axis_out_of(out_spec[0], size, out), out_spec[0]
-    assert rbd is not None
-    size = get_aval(rhs).shape[rbd]
-    if fgc == 1 and bgc == 1:
-        new_rhs = _reshape_axis_into(rbd, rhs_spec[0], rhs)
-        out = bind(lhs, new_rhs, fgc, bgc)
-        return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
-    groups = fgc if fgc > 1 else bgc
-    new_rhs = _reshape_axis_out_of(rhs_spec[0] + int(rbd <= rhs_spec[0]), groups, rhs)
-    new_rhs = _reshape_axis_into(rbd + int(rhs_spec[0] < rbd), rhs_spec[0] + 1, new_rhs)
-    new_rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[0], new_rhs)
-    out = bind(lhs, new_rhs, fgc, bgc)
-    out = _reshape_axis_out_of(out_spec[1], groups, out)
-    out = _reshape_axis_out_of(out_spec[1] + 1, size, out)
-    out = _reshape_axis_into(out_spec[1], out_spec[1] + 1, out)
-    return out, out_spec[1]
-
-
-helpers.defbilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)
-batching_rules[conv_general_dilated_p] = _conv_batch
-
-__all__ = ["Precision", "canonicalize_precision", "dot_general_p", "dot_general", "dot",
-           "batch_matmul", "ConvDimensionNumbers", "conv_dimension_numbers",
-           "conv_general_permutations", "padtype_to_pads", "PaddingType",
-           "conv_general_dilated_p", "conv_general_dilated", "conv",
-           "conv_with_general_padding", "conv_transpose"]
+        q = householder_product(a, taus)
+    r = a
+    if not full_matrices and m > n:
+        r = st.slice(a, (0,) * nd, (*batch, n, n))
+    return q, _triu(r)
+
+
+def _thin_qr_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
+    """The JVP of the QR decomposition of an ``m x n`` matrix, ``m >= n``."""
+    dx_rinv = triangular_solve(r, dx)  # right side, upper
+    qt_dx_rinv = _mm(_H(q), dx_rinv)
+    qt_dx_rinv_lower = _tril(qt_dx_rinv, -1)
+    do = el.sub(qt_dx_rinv_lower, _H(qt_dx_rinv_lower))  # skew-symmetric
+    if _is_complex(qt_dx_rinv):
+        # the imaginary part of the diagonal is free: take it from qt_dx_rinv.
+        real_part = cv.convert_element_type(el.real(qt_dx_rinv), _dtype(qt_dx_rinv))
+        eye = _eye(_shape(do), _dtype(do))
+        do = el.add(do, el.mul(eye, el.sub(qt_dx_rinv, real_part)))
+    dq = el.add(_mm(q, el.sub(do, qt_dx_rinv)), dx_rinv)
+    dr = _mm(el.sub(qt_dx_rinv, do), r)
+    return dq, dr
+
+
+def _qr_jvp(primals: Any, tangents: Any, *, pivoting: bool, full_matrices: bool,
+            use_magma: Any) -> Any:
+    (x,), (dx,) = primals, tangents
+    q, r = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices, use_magma=use_magma)
+    dx = helpers.instantiate(dx)
+    shape = _shape(x)
+    nd = len(shape)
+    m, n = shape[-2:]
+    batch = shape[:-2]
+    if m < n:
+        # x = [x1 x2] = q [r1 r2]: x1's QR is square, r2 = q^H x2.
+        x2 = st.slice(x, (0,) * (nd - 1) + (m,), shape)
+        dx1 = st.slice(dx, (0,) * nd, (*batch, m, m))
+        dx2 = st.slice(dx, (0,) * (nd - 1) + (m,), shape)
+        r1 = st.slice(r, (0,) * nd, (*batch, m, m))
+        dq, dr1 = _thin_qr_jvp(q, r1, dx1)
+        dr2 = el.add(_mm(_H(dq), x2), _mm(_H(q), dx2))
+        return [q, r], [dq, st.concatenate([dr1, dr2], nd - 1)]
+    if full_matrices and m != n:
+        raise ValueError(
+            "qr: the derivative of the full_matrices=True decomposition of a tall matrix is "
+            f"not supported, got shape {shape}; use full_matrices=False (mode='reduced')")
+    dq, dr = _thin_qr_jvp(q, r, dx)
+    return [q, r], [dq, dr]
+
+
+jvp_rules[qr_p] = _qr_jvp
+_unary_batch(qr_p)
+
+# --- SVD -----------------------------------------------------------------------------------
+
+svd_p = Primitive("svd", multiple_results=True)
+
+
+@svd_p.def_abstract_eval
+def _svd_abstract_eval(x: ShapedArray, *, full_matrices: bool, compute_uv: bool,
+                       subset_by_index: Any, algorithm: Any) -> list[ShapedArray]:
+    m, n = _check_matrix("svd", "x", x)
+    if subset_by_index is not None and tuple(subset_by_index) != (0, min(m, n)):
+        raise ValueError(f"svd: subset_by_index other than (0, min(m, n)) is not supported, "
+                         f"got {subset_by_index}")
+    batch = tuple(x.shape[:-2])
+    k = min(m, n)
+    s = ShapedArray((*batch, k), common.real_dtype(x.dtype))
+    if not compute_uv:
+        return [s]
+    ku, kv = (m, n) if full_matrices else (k, k)
+    return [s, ShapedArray((*batch, m, ku), x.dtype), ShapedArray((*batch, kv, n), x.dtype)]
+
+
+def svd(x: ArrayLike, *, full_matrices: bool = True, compute_uv: bool = True,
+        subset_by_index: tuple[int, int] | None = None, algorithm: Any = None) -> Any:
+    """The singular values (descending) of each trailing matrix, and with
+    ``compute_uv`` the ``(u, s, vh)`` of ``x = u @ diag(s) @ vh``."""
+    _check_matrix("svd", "x", get_aval(x))
+    outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                      subset_by_index=None if subset_by_index is None
+                      else tuple(int(i) for i in subset_by_index), algorithm=algorithm)
+    if compute_uv:
+        s, u, vh = outs
+        return u, s, vh
+    return outs[0]
+
+
+def _svd_jvp(primals: Any, tangents: Any, *, full_matrices: bool, compute_uv: bool,
+             subset_by_index: Any, algorithm: Any) -> Any:
+    (A,), (dA,) = primals, tangents
+    m, n = _shape(A)[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise ValueError(
+            "svd: the derivative with full_matrices=True of a non-square matrix is not "
+            f"defined (as in JAX), got shape {_shape(A)}; use full_matrices=False")
+    s, U, Vt = svd_p.bind(A, full_matrices=False, compute_uv=True,
+                          subset_by_index=subset_by_index, algorithm=algorithm)
+    if helpers.is_zero(dA):
+        dA = helpers.instantiate(dA)
+    dtype = _dtype(A)
+    Ut, V = _H(U), _H(Vt)
+    k = _shape(s)[-1]
+    sq_shape = (*_shape(s), k)
+    dS = _mm(_mm(Ut, dA), V)
+    ds = _diag(el.real(dS)) if dtype in common.COMPLEX else _diag(dS)
+    if not compute_uv:
+        return [s], [ds]
+    s_row = _broadcast_vec(s, sq_shape, -1)  # s[..., None, :]
+    s_col = _T(s_row)
+    s_diffs = el.mul(el.add(s_row, s_col), el.sub(s_row, s_col))
+    eye_s = _eye(sq_shape, _dtype(s))
+    F = el.sub(el.div(_scalar(s_diffs, 1), el.add(s_diffs, eye_s)), eye_s)
+    Fc = cv.convert_element_type(F, dtype)
+    s_row_c = cv.convert_element_type(s_row, dtype)
+    dSS = el.mul(s_row_c, dS)  # dS @ diag(s)
+    SdS = el.mul(_T(s_row_c), dS)  # diag(s) @ dS
+    s_zeros = cv.convert_element_type(el.eq(s, _scalar(s, 0)), _dtype(s))
+    s_inv = el.sub(el.div(_scalar(s, 1), el.add(s, s_zeros)), s_zeros)
+    s_inv_mat = el.mul(_broadcast_vec(s_inv, sq_shape, -1), eye_s)
+    dUdV_diag = el.mul(el.mul(el.sub(dS, _H(dS)), cv.convert_element_type(s_inv_mat, dtype)),
+                       _scalar(dS, 0.5))
+    dU = _mm(U, el.add(el.mul(Fc, el.add(dSS, _H(dSS))), dUdV_diag))
+    dV = _mm(V, el.mul(Fc, el.add(SdS, _H(SdS))))
+    if m > n:
+        dAV = _mm(dA, V)
+        resid = el.sub(dAV, _mm(U, _mm(Ut, dAV)))
+        dU = el.add(dU, el.div(resid, _broadcast_vec(cv.convert_element_type(s, dtype),
+                                                     _shape(resid), -1)))
+    if n > m:
+        dAHU = _mm(_H(dA), U)
+        resid = el.sub(dAHU, _mm(V, _mm(Vt, dAHU)))
+        dV = el.add(dV, el.div(resid, _broadcast_vec(cv.convert_element_type(s, dtype),
+                                                     _shape(resid), -1)))
+    return [s, U, Vt], [ds, dU, _H(dV)]
+
+
+jvp_rules[svd_p] = _svd_jvp
+_unary_batch(svd_p)
+
+__all__ = [
+    "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "eig_p", "eigh_p",
+    "geqrf_p", "householder_product_p", "qr_p", "svd_p",
+    "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "eig", "eigh", "geqrf",
+    "householder_product", "qr", "svd", "symmetrize",
+]

@@ -24,6 +24,7 @@ import numpy as _np
 
 from lamina_tracing_core.numpy import array_methods as _array_methods
 from lamina_tracing_core.numpy import linalg
+from lamina_tracing_core.numpy import fft
 from lamina_tracing_core.numpy._util import UnsupportedArgumentError
 from lamina_tracing_core.numpy.calculus import diff, ediff1d, gradient, interp, trapezoid
 from lamina_tracing_core.numpy.creation import (
@@ -101,6 +102,25 @@ from lamina_tracing_core.numpy.dtypes import (
     unsignedinteger,
 )
 from lamina_tracing_core.numpy.dtypes import bool as bool  # noqa: PLC0414 - re-export NumPy 2's name
+from lamina_tracing_core.numpy.dtypes import (
+    float4_e2m1fn,
+    float6_e2m3fn,
+    float6_e3m2fn,
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+    int1,
+    int2,
+    int4,
+    uint1,
+    uint2,
+    uint4,
+)
 from lamina_tracing_core.numpy.einsum import einsum, einsum_path
 from lamina_tracing_core.numpy.indexing import (
     argwhere,
@@ -118,7 +138,18 @@ from lamina_tracing_core.numpy.indexing import (
     unravel_index,
     where,
 )
-from lamina_tracing_core.numpy.polynomial import polyval, vander
+from lamina_tracing_core.numpy.poly_fit import polyfit, roots
+from lamina_tracing_core.numpy.polynomial import (
+    poly,
+    polyadd,
+    polyder,
+    polydiv,
+    polyint,
+    polymul,
+    polysub,
+    polyval,
+    vander,
+)
 from lamina_tracing_core.numpy.products import (
     cross,
     diag,
@@ -160,7 +191,9 @@ from lamina_tracing_core.numpy.reductions import (
     nanmean,
     nanmedian,
     nanmin,
+    nanpercentile,
     nanprod,
+    nanquantile,
     nanstd,
     nansum,
     nanvar,
@@ -341,6 +374,101 @@ from lamina_tracing_core.numpy.ufuncs import (
     true_divide,
     trunc,
 )
+from lamina_tracing_core.numpy.array_edits import (
+    block,
+    delete,
+    diag_indices_from,
+    fill_diagonal,
+    insert,
+    put,
+    put_along_axis,
+    resize,
+)
+from lamina_tracing_core.numpy.extras import (
+    ComplexWarning,
+    argpartition,
+    bitwise_count,
+    frombuffer,
+    fromstring,
+    iterable,
+    load,
+    mask_indices,
+    matvec,
+    packbits,
+    partition,
+    place,
+    save,
+    savez,
+    sort_complex,
+    spacing,
+    trim_zeros,
+    unpackbits,
+    unwrap,
+    vecmat,
+)
+from lamina_tracing_core.numpy.histograms import (
+    histogram,
+    histogram2d,
+    histogram_bin_edges,
+    histogramdd,
+)
+from lamina_tracing_core.numpy.index_tricks import c_, index_exp, mgrid, ogrid, r_, s_
+from lamina_tracing_core.numpy.vectorize import (
+    apply_along_axis,
+    apply_over_axes,
+    piecewise,
+    vectorize,
+)
+from lamina_tracing_core.numpy.windows import (
+    bartlett,
+    blackman,
+    frexp,
+    fromfunction,
+    gcd,
+    geomspace,
+    hamming,
+    hanning,
+    i0,
+    kaiser,
+    lcm,
+)
+from lamina_tracing_core.numpy.printing import (
+    array_repr,
+    array_str,
+    get_printoptions,
+    printoptions,
+    set_printoptions,
+)
+from lamina_tracing_core.numpy.setops import (
+    intersect1d,
+    setdiff1d,
+    setxor1d,
+    union1d,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+# The binary ufuncs as ``ufunc`` objects (with .outer/.reduce/.accumulate/.at/.reduceat),
+# replacing the plain functions imported above, as jax.numpy has them.
+from lamina_tracing_core.numpy.ufunc_objects import (  # noqa: F811
+    add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    frompyfunc,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    subtract,
+    ufunc,
+)
 
 newaxis = None
 pi = _math.pi
@@ -398,7 +526,7 @@ __all__ = [
     'deg2rad', 'degrees', 'diag', 'diag_indices', 'diagflat', 'diagonal', 'diff', 'digitize',
     'divide', 'divmod', 'dot', 'double', 'dsplit', 'dstack', 'dtype', 'e', 'ediff1d',
     'einsum', 'einsum_path', 'empty', 'empty_like', 'equal', 'euler_gamma', 'exp', 'exp2',
-    'expand_dims', 'expm1', 'extract', 'eye', 'fabs', 'finfo', 'fix', 'flatnonzero',
+    'expand_dims', 'expm1', 'extract', 'eye', 'fabs', 'fft', 'finfo', 'fix', 'flatnonzero',
     'flexible', 'flip', 'fliplr', 'flipud', 'float16', 'float32', 'float64', 'float_',
     'float_power', 'floating', 'floor', 'floor_divide', 'fmax', 'fmin', 'fmod', 'full',
     'full_like', 'generic', 'gradient', 'greater', 'greater_equal', 'half', 'heaviside',
@@ -425,4 +553,25 @@ __all__ = [
     'uint', 'uint16', 'uint32', 'uint64', 'uint8', 'unique', 'unravel_index',
     'unsignedinteger', 'unstack', 'vander', 'var', 'vdot', 'vecdot', 'vsplit', 'vstack',
     'where', 'zeros', 'zeros_like',
+]
+
+__all__ += [
+    'load', 'save', 'savez', 'roots', 'nanpercentile', 'nanquantile', 'frombuffer', 'fromstring', 'packbits', 'spacing',
+    'unpackbits',
+    'ComplexWarning', 'argpartition', 'bitwise_count', 'iterable', 'mask_indices', 'matvec',
+    'partition', 'place', 'sort_complex', 'trim_zeros', 'unwrap', 'vecmat',
+    'array_repr', 'array_str', 'get_printoptions', 'printoptions', 'set_printoptions',
+    'float4_e2m1fn', 'float6_e2m3fn', 'float6_e3m2fn', 'float8_e3m4', 'float8_e4m3',
+    'float8_e4m3b11fnuz', 'float8_e4m3fn', 'float8_e4m3fnuz', 'float8_e5m2', 'float8_e5m2fnuz',
+    'float8_e8m0fnu', 'int1', 'int2', 'int4', 'uint1', 'uint2', 'uint4',
+    'poly', 'polyadd', 'polyder', 'polydiv', 'polyfit', 'polyint', 'polymul', 'polysub',
+    'histogram', 'histogram2d', 'histogram_bin_edges', 'histogramdd',
+    'apply_along_axis', 'apply_over_axes', 'piecewise', 'vectorize',
+    'block', 'delete', 'diag_indices_from', 'fill_diagonal', 'insert', 'put', 'put_along_axis',
+    'resize',
+    'bartlett', 'blackman', 'frexp', 'fromfunction', 'gcd', 'geomspace', 'hamming', 'hanning',
+    'i0', 'kaiser', 'lcm',
+    'c_', 'frompyfunc', 'index_exp', 'intersect1d', 'mgrid', 'ogrid', 'r_', 's_', 'setdiff1d',
+    'setxor1d', 'ufunc', 'union1d', 'unique_all', 'unique_counts', 'unique_inverse',
+    'unique_values',
 ]

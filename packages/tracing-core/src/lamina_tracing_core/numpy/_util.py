@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from lamina_tracing_core import core, dtypes, lax
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.lax.convert import convert_element_type_internal
 
 Array = Any
@@ -76,6 +76,8 @@ def operand(fun: str, x: Any, name: str = "x") -> ArrayLike:
         return _builtin_scalar(x)
     if hasattr(x, "__jax_array__"):
         return operand(fun, x.__jax_array__(), name)
+    if has_no_value(x):  # traces like an array; running it is the dispatch's error
+        return x
     raise TypeError(f"{qualified(fun)}: argument {name} must be an array, a scalar or a "
                     f"(nested) list of them, got a value of type {type(x).__name__}")
 
@@ -261,10 +263,25 @@ def elementwise_shape(fun: str, *shapes: Sequence[int],
         return broadcast_shapes(fun, *shapes)
     except ValueError:
         listed = ", ".join(str(tuple(s)) for s in shapes)
-        context = pe.describe_staged_operands(operands)
         raise TypeError(f"{qualified(fun)} got incompatible shapes for broadcasting: "
-                        f"{listed}." + (f" The operands are {context}." if context else "")
-                        ) from None
+                        f"{listed}." + operands_note(operands)) from None
+
+
+def operands_note(operands: Sequence[Any]) -> str:
+    """`` The operands are float32[3] (from x['a']) and float32[4] (from y)
+    while tracing f at file.py:3 for jit.``: appended to a shape error under a
+    transformation (empty when no operand is a tracer that can tell)."""
+    context = pe.describe_staged_operands(operands)
+    if not context:
+        return ""
+    return f" The operand is {context}." if len(operands) == 1 else f" The operands are {context}."
+
+
+def with_operands_note(message: str, operands: Sequence[Any]) -> str:
+    """``message`` (JAX's words, unchanged when no operand can tell more),
+    then :func:`operands_note`."""
+    note = operands_note(operands)
+    return f"{message}.{note}" if note else message
 
 
 def promote_shapes(fun: str, *args: ArrayLike) -> list[ArrayLike]:

@@ -67,7 +67,12 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     else:
         if type(object) is int and dt is not None:
             _check_int_fits(object, dt)
-        out = _util.operand("array", object, "object")
+        if type(object) is int and dt is not None and dt.kind in "iu":
+            # Made in the requested type directly: `array(2**32 - 1, uint32)`
+            # holds a value the default integer type cannot.
+            out = np.asarray(object, dt)
+        else:
+            out = _util.operand("array", object, "object")
         aval = get_aval(out)
         if type(object) is int and dt is None and not dtypes.python_int_fits(object, aval.dtype):
             # JAX's words for a Python int beyond the default integer type
@@ -153,7 +158,11 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (broadcast if an array)."""
     dims = _shape("full", shape)
     dt = _user_dtype("full", dtype)
-    fill = _util.operand("full", fill_value, "fill_value")
+    # A Python int goes to lax.full as it is, which converts it to `dtype` as
+    # JAX does (`full(2, 2**32 - 1, uint32)`); as an operand it would first
+    # have to fit the default integer type.
+    fill = fill_value if type(fill_value) is int and dt is not None else \
+        _util.operand("full", fill_value, "fill_value")
     check_shape_size(dims, get_aval(fill).dtype if dt is None else dt, "lamina.numpy.full")
     if _util.ndim_of(fill) == 0:
         return lax.full(dims, fill, dt)
@@ -162,9 +171,14 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
 
 
 def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Array:
-    x = _util.operand(fun, a, "a")
+    # As JAX: a string is a scalar whose dtype it names (`zeros_like('int8')`
+    # is an int8 0); other values as `operand` (a ShapeDtypeStruct traces like
+    # an array), so a dtype or a scalar type is refused.
+    x = np.zeros((), _user_dtype(fun, a)) if isinstance(a, str) else _util.operand(fun, a, "a")
     dt = _user_dtype(fun, dtype)
     dims = None if shape is None else _shape(fun, shape, get_aval(x).dtype if dt is None else dt)
+    if type(fill_value) is int and (dt is not None or get_aval(x).dtype.kind in "iu"):
+        return lax.full_like(x, fill_value, dt, dims)  # converted as in `full`
     fill = _util.operand(fun, fill_value, "fill_value")
     if _util.ndim_of(fill) == 0:
         return lax.full_like(x, fill, dt, dims)

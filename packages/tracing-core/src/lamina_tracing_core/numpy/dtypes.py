@@ -78,6 +78,24 @@ float16 = _scalar_type("float16", np.float16)
 float32 = _scalar_type("float32", np.float32)
 float64 = _scalar_type("float64", np.float64)
 bfloat16 = _scalar_type("bfloat16", ml_dtypes.bfloat16)
+# The narrow floating and integer types of ml_dtypes, as jax.numpy names them.
+float8_e3m4 = _scalar_type("float8_e3m4", ml_dtypes.float8_e3m4)
+float8_e4m3 = _scalar_type("float8_e4m3", ml_dtypes.float8_e4m3)
+float8_e4m3b11fnuz = _scalar_type("float8_e4m3b11fnuz", ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fn = _scalar_type("float8_e4m3fn", ml_dtypes.float8_e4m3fn)
+float8_e4m3fnuz = _scalar_type("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz)
+float8_e5m2 = _scalar_type("float8_e5m2", ml_dtypes.float8_e5m2)
+float8_e5m2fnuz = _scalar_type("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = _scalar_type("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu)
+float6_e2m3fn = _scalar_type("float6_e2m3fn", ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = _scalar_type("float6_e3m2fn", ml_dtypes.float6_e3m2fn)
+float4_e2m1fn = _scalar_type("float4_e2m1fn", ml_dtypes.float4_e2m1fn)
+int1 = _scalar_type("int1", ml_dtypes.int1)
+int2 = _scalar_type("int2", ml_dtypes.int2)
+int4 = _scalar_type("int4", ml_dtypes.int4)
+uint1 = _scalar_type("uint1", ml_dtypes.uint1)
+uint2 = _scalar_type("uint2", ml_dtypes.uint2)
+uint4 = _scalar_type("uint4", ml_dtypes.uint4)
 complex64 = _scalar_type("complex64", np.complex64)
 complex128 = _scalar_type("complex128", np.complex128)
 bool = bool_  # noqa: A001 - numpy 2 and JAX spell it both ways
@@ -109,12 +127,23 @@ def _as_dtype(x: Any) -> np.dtype[Any]:
 
 def issubdtype(arg1: Any, arg2: Any) -> builtins.bool:
     """``np.issubdtype`` that knows lamina's scalar types and bfloat16."""
+    if getattr(arg1, "lamina_extended_dtype", False):
+        # An extended dtype (a typed key's): its scalar type's classes decide.
+        return isinstance(arg2, type) and issubclass(arg1.type, arg2)
     a, b = _np_type(arg1), _np_type(arg2)
     if isinstance(b, type) and issubclass(b, np.generic) and b in (
             np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer,
             np.signedinteger, np.unsignedinteger, np.flexible, np.character):
         return _dt.issubdtype(_as_dtype(a), b)
-    return builtins.bool(_as_dtype(a) == _as_dtype(b))
+    try:
+        b_dtype = _as_dtype(b)
+    except TypeError:
+        if isinstance(b, type) and issubclass(b, np.generic):
+            # An abstract scalar class with no dtype (an extended dtype's
+            # class, such as prng_key): no NumPy dtype is under it.
+            return False
+        raise
+    return builtins.bool(_as_dtype(a) == b_dtype)
 
 
 def result_type(*args: Any) -> np.dtype[Any]:

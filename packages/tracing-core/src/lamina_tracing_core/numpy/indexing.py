@@ -88,8 +88,11 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
         collapsed_slice_dims=(ax,), start_index_map=(ax,))
     slice_sizes = tuple(1 if i == ax else d for i, d in enumerate(shape))
     if shape[ax] == 0 and math.prod(_util.shape_of(idx)) > 0:
-        if gather_mode != lax.GatherScatterMode.FILL_OR_DROP:
-            raise IndexError("lamina.numpy.take: cannot do a non-empty take from an empty axis")
+        # JAX's check and words, in every mode
+        raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
+    out_shape = shape[:ax] + _util.shape_of(idx) + shape[ax + 1:]
+    if math.prod(out_shape) == 0:
+        return _empty_result(x, out_shape)
     return lax.gather(x, lax.expand_dims(idx, (idx_nd,)), dnums, slice_sizes,
                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
                       mode=gather_mode, fill_value=fill_value)
@@ -117,6 +120,9 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: 
     idx = _util.broadcast_to("take_along_axis", idx, batch[:ax] + (i_shape[ax],) + batch[ax + 1:])
     gather_mode = _gather_mode("take_along_axis", mode)
     idx = _normalize(idx, x_shape[ax], wrap=mode == "wrap")
+    out_shape = batch[:ax] + (i_shape[ax],) + batch[ax + 1:]
+    if math.prod(out_shape) == 0:
+        return _empty_result(x, out_shape)
     others = tuple(i for i in range(nd) if i != ax)
     dnums = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(ax,),
                                        start_index_map=(ax,), operand_batching_dims=others,
@@ -134,7 +140,10 @@ def _as_bool(fun: str, x: Any) -> Any:
 def _where3(fun: str, condition: Any, x: Any, y: Any) -> Array:
     cond = _as_bool(fun, condition)
     a, b = _util.promote_dtypes(fun, x, y)
-    shape = _util.broadcast_shapes(fun, *(_util.shape_of(v) for v in (cond, a, b)))
+    try:
+        shape = _util.broadcast_shapes(fun, *(_util.shape_of(v) for v in (cond, a, b)))
+    except ValueError as e:  # NumPy's class, as JAX raises for where
+        raise ValueError(_util.with_operands_note(str(e), (cond, a, b))) from None
     cond, a, b = (_util.broadcast_to(fun, v, shape) for v in (cond, a, b))
     return lax.select(cond, a, b)
 
@@ -673,7 +682,18 @@ def _advanced_gather(x: Any, entries: list[Any], mode: Any, fill_value: Any) -> 
                                       collapsed_slice_dims=tuple(sorted(adv_pos)),
                                       start_index_map=tuple(adv_pos))
     slice_sizes = tuple(1 if i in adv_pos else d for i, d in enumerate(shape))
+    out_shape = tuple(shape[r] for r in rest[:n_before]) + tuple(adv_shape) + \
+        tuple(shape[r] for r in rest[n_before:])
+    if math.prod(out_shape) == 0:
+        return _empty_result(x, out_shape)
     return lax.gather(x, indices, dnums, slice_sizes, mode=mode, fill_value=fill_value)
+
+
+def _empty_result(x: Any, out_shape: tuple[int, ...]) -> Any:
+    """An indexing result with no elements, made without a gather: as in JAX,
+    ``zeros((0, 3))[array([], int32)]`` is an empty array (a gather would need
+    a slice of size 1 from the empty axis and is refused)."""
+    return lax.full_like(x, 0, shape=out_shape)
 
 
 def getitem(x: Any, idx: Any) -> Array:
@@ -720,9 +740,13 @@ def index_update(x: Any, idx: Any, values: ArrayLike, op: str, *,
     ``idx`` (so every NumPy index form works), then one 1-D scatter updates
     the flattened ``x``.
     """
+    dtype = _dtype(x)
+    if type(values) is int and dtype.kind in "iu" and dtypes.python_int_fits(values, dtype):
+        # As JAX: a Python int that fits the array's type is taken as it is
+        # (`at[0].set(2**32 - 1)` on uint32), even beyond the default integer type.
+        values = np.asarray(values, dtype)
     values = _util.operand(f"at[...].{op}", values, "values")
     shape = get_aval(x).shape
-    dtype = _dtype(x)
     box = _static_box(shape, idx)
     if box is not None:
         return _box_update(x, box, values, op)
@@ -740,6 +764,8 @@ def index_update(x: Any, idx: Any, values: ArrayLike, op: str, *,
     pos_shape = get_aval(positions).shape
     values = convert_element_type_internal(values, dtype, get_aval(x).weak_type)
     values = _util.broadcast_to(f"at[...].{op}", values, pos_shape)
+    if math.prod(pos_shape) == 0:
+        return x  # nothing selected, nothing updated (a scatter of no elements)
     flat = lax.reshape(x, (size,))
     n = len(pos_shape)
     dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),

@@ -1,18 +1,22 @@
-"""``lamina.numpy.linalg``: norms, and the products the array API puts here.
-
-Decompositions (``inv``, ``det``, ``solve``, ``svd``, ``eigh``, ``cholesky``,
-``qr``...) need linear-algebra primitives lamina's lax does not have yet;
-asking for one raises an AttributeError that says so.
+"""``lamina.numpy.linalg``: norms, the products the array API puts here, and the
+decompositions and solvers built on ``lax.linalg`` (``cholesky``, ``qr``,
+``svd``, ``eigh``, ``inv``, ``solve``, ``det``, ``slogdet``, ``lstsq``,
+``pinv``, ...), with JAX's custom JVPs for ``det``, ``slogdet``, ``solve``
+and ``pinv``; ``eig``/``eigvals`` run on CPU only. Singular or
+non-positive-definite input gives NaNs/infs as JAX does, never an exception.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import operator
+from functools import partial
+from typing import Any, NamedTuple
 
 import numpy as np
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core.custom_derivatives import custom_jvp
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
@@ -21,22 +25,16 @@ from lamina_tracing_core.numpy.products import cross, diagonal, matmul, outer, t
 from lamina_tracing_core.numpy.reductions import trace
 from lamina_tracing_core.numpy.shape_ops import matrix_transpose
 
-__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "matrix_transpose", "norm", "outer",
-           "tensordot", "trace", "vecdot", "vector_norm"]
-
-_NEEDS_DECOMPOSITION = frozenset({
-    "inv", "pinv", "det", "slogdet", "solve", "lstsq", "svd", "svdvals", "eig", "eigh",
-    "eigvals", "eigvalsh", "cholesky", "qr", "matrix_rank", "matrix_power", "cond",
-    "tensorinv", "tensorsolve", "multi_dot"})
+__all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
+           "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matmul",
+           "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot",
+           "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
+           "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _NEEDS_DECOMPOSITION:
-        raise AttributeError(
-            f"lamina.numpy.linalg.{name} is not available: it needs matrix decomposition "
-            "primitives (LU, Cholesky, QR, SVD, eigendecomposition) that lamina's lax does not "
-            "provide yet")
-    raise AttributeError(f"module 'lamina.numpy.linalg' has no attribute {name!r}")
+class EigResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
 
 
 def _abs_real(x: Any) -> Any:
@@ -86,15 +84,20 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
             return out
         return lax.squeeze(out, tuple(sorted(axes)))
     if ord in (2, -2, "nuc"):
-        raise _util.UnsupportedArgumentError(
-            f"lamina.numpy.linalg.norm: ord={ord!r} for matrices needs singular values (an "
-            "SVD), which lamina does not provide yet")
+        moved = lax.transpose(x, (*[i for i in range(_util.ndim_of(x)) if i not in axes],
+                                  row, col))
+        s = svdvals(moved)
+        out = (red.sum(s, axis=-1) if ord == "nuc" else
+               red.max(s, axis=-1) if ord == 2 else red.min(s, axis=-1))
+        if keepdims:
+            return lax.expand_dims(out, tuple(sorted(axes)))
+        return out
     raise ValueError(f"lamina.numpy.linalg.norm: invalid norm order {ord!r} for matrices")
 
 
 def norm(x: ArrayLike, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Array:
     """Vector norms (one axis: ord None/2, 1, inf, -inf, 0, any p) and matrix
-    norms (two axes: None/'fro', 1, -1, inf, -inf); without ``axis`` a 1-D
+    norms (two axes: None/'fro', 1, -1, inf, -inf, 2, -2, 'nuc'); without ``axis`` a 1-D
     or 2-D ``x`` picks accordingly, and ``ord=None`` is the 2-norm of the
     flattened ``x``."""
     (a,) = _util.promote_dtypes_inexact("norm", x)
@@ -139,3 +142,512 @@ def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: Any = "fro") ->
     if nd < 2:
         raise ValueError("lamina.numpy.linalg.matrix_norm requires at least 2 dimensions")
     return _matrix_norm(a, ord, (nd - 2, nd - 1), keepdims)
+
+
+# --- decompositions and solvers -----------------------------------------------------------
+
+class EighResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
+
+
+class QRResult(NamedTuple):
+    Q: Array
+    R: Array
+
+
+class SVDResult(NamedTuple):
+    U: Array
+    S: Array
+    Vh: Array
+
+
+class SlogdetResult(NamedTuple):
+    sign: Array
+    logabsdet: Array
+
+
+def _H(x: Any) -> Any:
+    nd = _util.ndim_of(x)
+    t = lax.transpose(x, (*range(nd - 2), nd - 1, nd - 2))
+    return lax.conj(t) if dtypes.is_complex(get_aval(x).dtype) else t
+
+
+def _matrix(fun: str, x: ArrayLike, *, square: bool = False, name: str = "a") -> Any:
+    """``x`` promoted to an inexact dtype, checked to be a (batch of) matrices."""
+    (a,) = _util.promote_dtypes_inexact(fun, x)
+    shape = _util.shape_of(a)
+    if len(shape) < 2:
+        raise ValueError(f"{_util.qualified(fun)}: argument {name!r} must have at least two "
+                         f"dimensions, got shape {shape}")
+    if square and shape[-1] != shape[-2]:
+        raise ValueError(f"{_util.qualified(fun)}: argument {name!r} must be a (batch of) "
+                         f"square matrices, got shape {shape}")
+    return a
+
+
+def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True) -> Array:
+    """The Cholesky factor of each (Hermitian positive-definite) trailing
+    matrix: lower (``a = L @ L^H``), or upper with ``upper=True``; NaNs where
+    ``a`` is not positive definite."""
+    x = _matrix("linalg.cholesky", a, square=True)
+    L = lax.linalg.cholesky(x, symmetrize_input=symmetrize_input)
+    return _H(L) if upper else L
+
+
+def qr(a: ArrayLike, mode: str = "reduced") -> Any:
+    """The QR decomposition: ``mode`` 'reduced' (``Q`` m x k), 'complete'
+    (``Q`` m x m), 'r' (only ``R``) or 'raw' (LAPACK's ``(h, tau)``)."""
+    x = _matrix("linalg.qr", a)
+    if mode == "raw":
+        h, taus = lax.linalg.geqrf(x)
+        return _H(h), taus
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"lamina.numpy.linalg.qr: unsupported mode {mode!r}; expected "
+                         "'reduced', 'complete', 'r' or 'raw'")
+    q, r = lax.linalg.qr(x, full_matrices=mode == "complete")
+    if mode == "r":
+        return r
+    return QRResult(q, r)
+
+
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
+        hermitian: bool = False, subset_by_index: tuple[int, int] | None = None) -> Any:
+    """The singular value decomposition ``a = U @ diag(S) @ Vh`` (``S``
+    descending); only ``S`` with ``compute_uv=False``."""
+    x = _matrix("linalg.svd", a)
+    if hermitian:
+        w, v = eigh(x)
+        s = lax.abs(w)
+        order = lax.sort_key_val(lax.neg(s), lax.broadcasted_iota(
+            dtypes.int32, _util.shape_of(s), _util.ndim_of(s) - 1))[1]
+        s = lax.take_along_axis(s, order, _util.ndim_of(s) - 1)
+        if not compute_uv:
+            return s
+        nd = _util.ndim_of(v)
+        cols = lax.broadcast_in_dim(order, _util.shape_of(v), (*range(nd - 2), nd - 1))
+        u = lax.take_along_axis(v, cols, nd - 1)
+        signs = lax.sign(lax.take_along_axis(w, order, _util.ndim_of(w) - 1))
+        vh = _H(lax.mul(u, lax.broadcast_in_dim(lax.convert_element_type(
+            signs, get_aval(u).dtype), _util.shape_of(u), (*range(nd - 2), nd - 1))))
+        return SVDResult(u, s, vh)
+    out = lax.linalg.svd(x, full_matrices=full_matrices, compute_uv=compute_uv,
+                         subset_by_index=subset_by_index)
+    if compute_uv:
+        u, s, vh = out
+        return SVDResult(u, s, vh)
+    return out
+
+
+def svdvals(x: ArrayLike, /) -> Array:
+    """The singular values of each trailing matrix, descending."""
+    return svd(x, compute_uv=False)
+
+
+def eigh(a: ArrayLike, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors (columns) of each Hermitian
+    trailing matrix; ``UPLO`` ('L' or 'U') picks the triangle read when
+    ``symmetrize_input`` is False."""
+    x = _matrix("linalg.eigh", a, square=True)
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"lamina.numpy.linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    v, w = lax.linalg.eigh(x, lower=UPLO != "U", symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def eig(a: ArrayLike) -> EigResult:
+    """The complex eigenvalues and right eigenvectors (unit-norm columns) of
+    each square trailing matrix (CPU only; only the eigenvalues are
+    differentiable, as in JAX)."""
+    x = _matrix("linalg.eig", a, square=True)
+    w, v = lax.linalg.eig(x, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a: ArrayLike) -> Array:
+    """The complex eigenvalues of each square trailing matrix (CPU only)."""
+    x = _matrix("linalg.eigvals", a, square=True)
+    return lax.linalg.eig(x, compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)[0]
+
+
+def eigvalsh(a: ArrayLike, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Array:
+    """The eigenvalues (ascending) of each Hermitian trailing matrix."""
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+def _lu_solve(lu_: Any, perm: Any, b: Any, trans: int = 0) -> Any:
+    """``a^-1 b`` (``trans`` 1: ``a^-T b``, 2: ``a^-H b``) for ``b`` of shape
+    ``(..., m, k)`` from ``a``'s LU factors."""
+    nd = _util.ndim_of(b)
+    tri = lax.linalg.triangular_solve
+    if trans == 0:
+        idx = lax.broadcast_in_dim(perm, _util.shape_of(b), (*range(nd - 2), nd - 2))
+        x = lax.take_along_axis(b, idx, nd - 2)
+        x = tri(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+        return tri(lu_, x, left_side=True, lower=False)
+    conj = trans == 2
+    x = tri(lu_, b, left_side=True, lower=False, transpose_a=True, conjugate_a=conj)
+    x = tri(lu_, x, left_side=True, lower=True, transpose_a=True, conjugate_a=conj,
+            unit_diagonal=True)
+    inv_perm = lax.sort_key_val(perm, lax.broadcasted_iota(
+        dtypes.int32, _util.shape_of(perm), _util.ndim_of(perm) - 1))[1]
+    idx = lax.broadcast_in_dim(inv_perm, _util.shape_of(x), (*range(nd - 2), nd - 2))
+    return lax.take_along_axis(x, idx, nd - 2)
+
+
+def _broadcast_batch(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` (..., m, m) and ``b`` (..., m, k) broadcast to common batch dims."""
+    sa, sb = _util.shape_of(a), _util.shape_of(b)
+    batch = _util.broadcast_shapes("linalg.solve", sa[:-2], sb[:-2])
+    return (lax.broadcast_in_dim(a, (*batch, *sa[-2:]),
+                                 tuple(range(len(batch) - len(sa) + 2, len(batch) + 2))),
+            lax.broadcast_in_dim(b, (*batch, *sb[-2:]),
+                                 tuple(range(len(batch) - len(sb) + 2, len(batch) + 2))))
+
+
+@custom_jvp
+def _solve(a: Any, b: Any) -> Any:
+    lu_, _, perm = lax.linalg.lu(a)
+    return _lu_solve(lu_, perm, b)
+
+
+@_solve.defjvp
+def _solve_jvp(primals: Any, tangents: Any) -> Any:
+    a, b = primals
+    da, db = tangents
+    x = _solve(a, b)
+    rhs = lax.sub(db, matmul(da, x))
+    return x, _solve(a, rhs)
+
+
+def solve(a: ArrayLike, b: ArrayLike) -> Array:
+    """``x`` with ``a @ x = b``; a 1-D ``b`` is a vector, otherwise ``b`` is a
+    (batch of) matrices whose batch dims broadcast against ``a``'s."""
+    x = _matrix("linalg.solve", a, square=True)
+    (x, bb) = _util.promote_dtypes_inexact("linalg.solve", x, b)
+    bshape = _util.shape_of(bb)
+    m = _util.shape_of(x)[-1]
+    if len(bshape) == 1:
+        if bshape[0] != m:
+            raise ValueError(f"lamina.numpy.linalg.solve: argument 'b' of shape {bshape} does "
+                             f"not match argument 'a' of shape {_util.shape_of(x)}")
+        out = solve(x, lax.reshape(bb, (m, 1)))
+        return lax.reshape(out, _util.shape_of(out)[:-1])
+    if len(bshape) < 2 or bshape[-2] != m:
+        raise ValueError(f"lamina.numpy.linalg.solve: argument 'b' of shape {bshape} does not "
+                         f"match argument 'a' of shape {_util.shape_of(x)} (b.shape[-2] must "
+                         f"be {m})")
+    a2, b2 = _broadcast_batch(x, bb)
+    return _solve(a2, b2)
+
+
+def inv(a: ArrayLike) -> Array:
+    """The inverse of each square trailing matrix (infs/NaNs where singular)."""
+    x = _matrix("linalg.inv", a, square=True)
+    shape = _util.shape_of(x)
+    n = shape[-1]
+    eye = lax.broadcast_in_dim(np.eye(n, dtype=get_aval(x).dtype), shape,
+                               (len(shape) - 2, len(shape) - 1))
+    return solve(x, eye)
+
+
+def _slogdet_lu(a: Any) -> tuple[Any, Any]:
+    dtype = get_aval(a).dtype
+    lu_, pivots, _ = lax.linalg.lu(a)
+    nd = _util.ndim_of(a)
+    diag = diagonal(lu_, axis1=-2, axis2=-1)
+    is_zero = red.any(lax.eq(diag, lax.full_like(diag, 0)), axis=-1)
+    iota = lax.broadcasted_iota(dtypes.int32, _util.shape_of(pivots), nd - 2)
+    parity = red.count_nonzero(lax.ne(pivots, iota), axis=-1)
+    real = get_aval(lax.abs(diag)).dtype
+    if dtypes.is_complex(dtype):
+        sign = red.prod(lax.div(diag, lax.convert_element_type(lax.abs(diag), dtype)), axis=-1)
+    else:
+        sign = red.prod(lax.sign(diag), axis=-1)
+    flip = lax.convert_element_type(lax.rem(parity, lax.full_like(parity, 2)), dtype)
+    sign = lax.mul(sign, lax.sub(lax.full_like(flip, 1), lax.mul(lax.full_like(flip, 2),
+                                                                   flip)))
+    logdet = red.sum(lax.log(lax.abs(diag)), axis=-1)
+    sign = lax.select(is_zero, lax.full_like(sign, 0), sign)
+    logdet = lax.select(is_zero, lax.full_like(logdet, -np.inf), logdet)
+    _ = real
+    return sign, logdet
+
+
+@custom_jvp
+def _slogdet(a: Any) -> tuple[Any, Any]:
+    return _slogdet_lu(a)
+
+
+@_slogdet.defjvp
+def _slogdet_jvp(primals: Any, tangents: Any) -> Any:
+    (x,), (g,) = primals, tangents
+    sign, ans = _slogdet(x)
+    ans_dot = trace(solve(x, g), axis1=-1, axis2=-2)
+    if dtypes.is_complex(get_aval(x).dtype):
+        real = lax.convert_element_type(lax.real(ans_dot), get_aval(ans_dot).dtype)
+        sign_dot = lax.mul(lax.sub(ans_dot, real), sign)
+        ans_dot = lax.real(ans_dot)
+    else:
+        sign_dot = lax.full_like(sign, 0)
+    return (sign, ans), (sign_dot, ans_dot)
+
+
+def slogdet(a: ArrayLike, *, method: str | None = None) -> SlogdetResult:
+    """``(sign, log|det|)`` of each square trailing matrix (``(0, -inf)``
+    where singular)."""
+    x = _matrix("linalg.slogdet", a, square=True)
+    if method not in (None, "lu"):
+        raise ValueError(f"lamina.numpy.linalg.slogdet: unsupported method {method!r}; "
+                         "expected 'lu'")
+    sign, logdet = _slogdet(x)
+    return SlogdetResult(sign, logdet)
+
+
+@custom_jvp
+def _det(a: Any) -> Any:
+    sign, logdet = _slogdet_lu(a)
+    return lax.mul(sign, lax.convert_element_type(lax.exp(logdet), get_aval(sign).dtype))
+
+
+@_det.defjvp
+def _det_jvp(primals: Any, tangents: Any) -> Any:
+    (x,), (g,) = primals, tangents
+    y = _det(x)
+    z = trace(solve(x, g), axis1=-1, axis2=-2)
+    return y, lax.mul(y, z)
+
+
+def det(a: ArrayLike) -> Array:
+    """The determinant of each square trailing matrix."""
+    return _det(_matrix("linalg.det", a, square=True))
+
+
+def _default_rtol(x: Any) -> Any:
+    m, n = _util.shape_of(x)[-2:]
+    return float(np.finfo(get_aval(lax.abs(x)).dtype).eps) * max(m, n)
+
+
+def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *,
+                tol: ArrayLike | None = None) -> Array:
+    """The number of singular values above ``rtol * max(s)`` (or above ``tol``)."""
+    (a,) = _util.promote_dtypes_inexact("linalg.matrix_rank", M)
+    if _util.ndim_of(a) < 2:
+        return lax.convert_element_type(red.any(lax.ne(a, lax.full_like(a, 0))),
+                                        dtypes.int32)
+    s = svdvals(a)
+    real = get_aval(s).dtype
+    nd = _util.ndim_of(s)
+    if tol is not None:
+        thresh = lax.convert_element_type(tol, real)
+    else:
+        r = _default_rtol(a) if rtol is None else rtol
+        smax = red.max(s, axis=-1)
+        thresh = lax.mul(smax, _broadcast_to(lax.convert_element_type(r, real),
+                                             _util.shape_of(smax)))
+    full = _broadcast_to(thresh, _util.shape_of(s)[:-1])
+    cut = lax.broadcast_in_dim(full, _util.shape_of(s), tuple(range(nd - 1)))
+    return red.sum(lax.gt(s, cut), axis=-1, dtype=dtypes.int32)
+
+
+def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+    """A scalar or trailing-aligned ``x`` broadcast to ``shape``."""
+    xs = _util.shape_of(x)
+    if xs == shape:
+        return x
+    return lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - len(xs), len(shape))))
+
+
+def _pinv_impl(a: Any, rtol: Any) -> Any:
+    u, s, vh = svd(a, full_matrices=False)
+    real = get_aval(s).dtype
+    smax = red.max(s, axis=-1, keepdims=True)
+    cutoff = lax.mul(lax.full_like(smax, rtol), smax)
+    cut = lax.broadcast_in_dim(cutoff, _util.shape_of(s),
+                               tuple(range(_util.ndim_of(s))))
+    keep = lax.gt(s, cut)
+    safe = lax.select(keep, s, lax.full_like(s, 1))
+    s_inv = lax.select(keep, lax.div(lax.full_like(s, 1), safe), lax.full_like(s, 0))
+    dtype = get_aval(a).dtype
+    nd = _util.ndim_of(u)
+    scaled = lax.mul(_H(u), lax.broadcast_in_dim(lax.convert_element_type(s_inv, dtype),
+                                                 _util.shape_of(_H(u)),
+                                                 (*range(nd - 2), nd - 2)))
+    _ = real
+    return matmul(_H(vh), scaled)
+
+
+@partial(custom_jvp, nondiff_argnums=(1,))
+def _pinv(a: Any, rtol: float) -> Any:
+    return _pinv_impl(a, rtol)
+
+
+@_pinv.defjvp
+def _pinv_jvp(rtol: float, primals: Any, tangents: Any) -> Any:
+    (a,), (a_dot,) = primals, tangents
+    p = _pinv(a, rtol)
+    m, n = _util.shape_of(a)[-2:]
+    dtype = get_aval(a).dtype
+    shape_a = _util.shape_of(a)
+
+    def eye(k: int, batch: tuple[int, ...]) -> Any:
+        return lax.broadcast_in_dim(np.eye(k, dtype=dtype), (*batch, k, k),
+                                    (len(batch), len(batch) + 1))
+
+    batch = shape_a[:-2]
+    p_dot = lax.neg(matmul(matmul(p, a_dot), p))
+    p_dot = lax.add(p_dot, matmul(matmul(matmul(p, _H(p)), _H(a_dot)),
+                                  lax.sub(eye(m, batch), matmul(a, p))))
+    p_dot = lax.add(p_dot, matmul(matmul(lax.sub(eye(n, batch), matmul(p, a)), _H(a_dot)),
+                                  matmul(_H(p), p)))
+    return p, p_dot
+
+
+def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *,
+         rcond: ArrayLike | None = None) -> Array:
+    """The Moore-Penrose pseudo-inverse (singular values at or below
+    ``rtol * max(s)`` treated as zero)."""
+    x = _matrix("linalg.pinv", a)
+    if rcond is not None:
+        rtol = rcond
+    r = float(10 * _default_rtol(x)) if rtol is None else float(rtol)
+    return _pinv(x, r)
+
+
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
+          numpy_resid: bool = False) -> tuple[Array, Array, Array, Array]:
+    """``(x, residuals, rank, s)``: the least-squares solution of ``a @ x = b``
+    for a 2-D ``a`` and 1-D or 2-D ``b``, via the SVD."""
+    x = _matrix("linalg.lstsq", a)
+    x, bb = _util.promote_dtypes_inexact("linalg.lstsq", x, b)
+    if _util.ndim_of(x) != 2:
+        raise ValueError(f"lamina.numpy.linalg.lstsq: argument 'a' must be 2-D, got shape "
+                         f"{_util.shape_of(x)}")
+    m, n = _util.shape_of(x)
+    vec = _util.ndim_of(bb) == 1
+    if _util.ndim_of(bb) not in (1, 2) or _util.shape_of(bb)[0] != m:
+        raise ValueError(f"lamina.numpy.linalg.lstsq: argument 'b' of shape "
+                         f"{_util.shape_of(bb)} does not match 'a' of shape {(m, n)}")
+    b2 = lax.reshape(bb, (m, 1)) if vec else bb
+    dtype = get_aval(x).dtype
+    eps = float(np.finfo(get_aval(lax.abs(x)).dtype).eps)
+    rc = eps * max(m, n) if rcond is None else float(rcond)
+    u, s, vt = svd(x, full_matrices=False)
+    k = min(m, n)
+    if k == 0:
+        raise ValueError("lamina.numpy.linalg.lstsq: argument 'a' is empty")
+    s0 = lax.slice(s, (0,), (1,))
+    mask = lax.ge(s, lax.broadcast_in_dim(lax.mul(s0, lax.full_like(s0, rc)), (k,), (0,)))
+    rank = red.sum(mask, dtype=dtypes.int32)
+    safe = lax.select(mask, s, lax.full_like(s, 1))
+    s_inv = lax.select(mask, lax.div(lax.full_like(s, 1), safe), lax.full_like(s, 0))
+    uTb = matmul(_H(u), b2)
+    scaled = lax.mul(lax.broadcast_in_dim(lax.convert_element_type(s_inv, dtype),
+                                          _util.shape_of(uTb), (0,)), uTb)
+    sol = matmul(_H(vt), scaled)
+    resid_full = red.sum(_squares(lax.sub(b2, matmul(x, sol))), axis=0)
+    if numpy_resid:
+        full_rank = lax.eq(rank, lax.full_like(rank, n))
+        if m > n:
+            resid = lax.select(lax.broadcast_in_dim(full_rank, _util.shape_of(resid_full), ()),
+                               resid_full, lax.full_like(resid_full, 0))
+        else:
+            resid = lax.slice(resid_full, (0,), (0,))
+    else:
+        resid = resid_full
+    if vec:
+        sol = lax.reshape(sol, (n,))
+    return sol, resid, rank, s
+
+
+def cond(x: ArrayLike, p: Any = None) -> Array:
+    """The condition number of each trailing matrix in norm ``p`` (None: the
+    2-norm ratio of the largest to the smallest singular value)."""
+    a = _matrix("linalg.cond", x)
+    if p is None or p == 2:
+        s = svdvals(a)
+        return lax.div(red.max(s, axis=-1), red.min(s, axis=-1))
+    if p == -2:
+        s = svdvals(a)
+        return lax.div(red.min(s, axis=-1), red.max(s, axis=-1))
+    r = lax.mul(norm(a, ord=p, axis=(-2, -1)), norm(inv(a), ord=p, axis=(-2, -1)))
+    # infinite where singular (numpy's behaviour), as JAX
+    return lax.select(lax.is_finite(r), r, lax.full_like(r, np.inf))
+
+
+def matrix_power(a: ArrayLike, n: int) -> Array:
+    """``a`` raised to the integer power ``n`` (by repeated squaring; the
+    inverse first for negative ``n``)."""
+    (x,) = _util.promote_dtypes("linalg.matrix_power", a)
+    shape = _util.shape_of(x)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"lamina.numpy.linalg.matrix_power: argument 'a' must be a (batch "
+                         f"of) square matrices, got shape {shape}")
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError(f"lamina.numpy.linalg.matrix_power: argument 'n' must be an integer, "
+                        f"got {n!r}") from e
+    if n == 0:
+        eye = np.eye(shape[-1], dtype=get_aval(x).dtype)
+        return lax.broadcast_in_dim(eye, shape, (len(shape) - 2, len(shape) - 1))
+    if n < 0:
+        x = inv(x)
+        n = -n
+    result: Any = None
+    base = x
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result
+
+
+def multi_dot(arrays: Any, *, precision: Any = None) -> Array:
+    """The product of ``arrays`` (the first and last may be 1-D), left to right."""
+    arrs = list(arrays)
+    if len(arrs) < 2:
+        raise ValueError("lamina.numpy.linalg.multi_dot: argument 'arrays' needs at least two "
+                         "arrays")
+    out = arrs[0]
+    for b in arrs[1:]:
+        out = matmul(out, b, precision=precision)
+    return out
+
+
+def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
+    """The inverse of ``a`` seen as a matrix from its first ``ind`` axes to the rest."""
+    (x,) = _util.promote_dtypes_inexact("linalg.tensorinv", a)
+    shape = _util.shape_of(x)
+    if ind <= 0:
+        raise ValueError(f"lamina.numpy.linalg.tensorinv: argument 'ind' must be positive, "
+                         f"got {ind}")
+    rows, cols = math.prod(shape[:ind]), math.prod(shape[ind:])
+    if rows != cols:
+        raise ValueError(f"lamina.numpy.linalg.tensorinv: prod(a.shape[:ind]) ({rows}) must "
+                         f"equal prod(a.shape[ind:]) ({cols})")
+    out = inv(lax.reshape(x, (rows, cols)))
+    return lax.reshape(out, (*shape[ind:], *shape[:ind]))
+
+
+def tensorsolve(a: ArrayLike, b: ArrayLike, axes: tuple[int, ...] | None = None) -> Array:
+    """``x`` with ``tensordot(a, x, x.ndim) = b``."""
+    x, bb = _util.promote_dtypes_inexact("linalg.tensorsolve", a, b)
+    if axes is not None:
+        nd = _util.ndim_of(x)
+        axs = [i % nd for i in axes]
+        rest = [i for i in range(nd) if i not in axs]
+        x = lax.transpose(x, (*rest, *axs))
+    shape = _util.shape_of(x)
+    bn = _util.ndim_of(bb)
+    out_shape = shape[bn:]
+    rows = math.prod(shape[:bn])
+    cols = math.prod(out_shape)
+    if rows != cols:
+        raise ValueError(f"lamina.numpy.linalg.tensorsolve: argument 'a' of shape {shape} is "
+                         f"not square for 'b' of shape {_util.shape_of(bb)}")
+    sol = solve(lax.reshape(x, (rows, cols)), lax.reshape(bb, (rows,)))
+    return lax.reshape(sol, out_shape)

@@ -47,18 +47,19 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     if nx == 0 or ny == 0:
         return multiply(x, y)
     contract_b = 0 if ny == 1 else ny - 2
-    _check_contract("dot", _util.shape_of(x), nx - 1, _util.shape_of(y), contract_b)
+    _check_contract("dot", _util.shape_of(x), nx - 1, _util.shape_of(y), contract_b, (a, b))
     return dot_general(x, y, ((nx - 1,), (contract_b,)), ((), ()), precision,
                         preferred_element_type)
 
 
-def _check_contract(fun: str, sa: tuple[int, ...], ia: int, sb: tuple[int, ...], ib: int) -> None:
+def _check_contract(fun: str, sa: tuple[int, ...], ia: int, sb: tuple[int, ...], ib: int,
+                    operands: Sequence[Any] = ()) -> None:
     if sa[ia] != sb[ib]:
         # a TypeError with JAX's words, as its dot_general raises (code matches on it)
-        raise TypeError(f"lamina.numpy.{fun}: dot_general requires contracting dimensions to "
-                        f"have the same shape, got {(sa[ia],)} and {(sb[ib],)}: shapes {sa} "
-                        f"and {sb} are not aligned ({sa[ia]} (dim {ia}) != {sb[ib]} "
-                        f"(dim {ib}))")
+        raise TypeError(_util.with_operands_note(
+            f"lamina.numpy.{fun}: dot_general requires contracting dimensions to have the same "
+            f"shape, got {(sa[ia],)} and {(sb[ib],)}: shapes {sa} and {sb} are not aligned "
+            f"({sa[ia]} (dim {ia}) != {sb[ib]} (dim {ib}))", operands))
 
 
 def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
@@ -74,7 +75,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     if ny == 1:
         y = lax.expand_dims(y, (1,))
     sx, sy = _util.shape_of(x), _util.shape_of(y)
-    _check_contract("matmul", sx, len(sx) - 1, sy, len(sy) - 2)
+    _check_contract("matmul", sx, len(sx) - 1, sy, len(sy) - 2, (a, b))
     batch = _util.broadcast_shapes("matmul", sx[:-2], sy[:-2])
     x = _util.broadcast_to("matmul", x, batch + sx[-2:])
     y = _util.broadcast_to("matmul", y, batch + sy[-2:])
@@ -117,7 +118,7 @@ def inner(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     nx, ny = _util.ndim_of(x), _util.ndim_of(y)
     if nx == 0 or ny == 0:
         return multiply(x, y)
-    _check_contract("inner", _util.shape_of(x), nx - 1, _util.shape_of(y), ny - 1)
+    _check_contract("inner", _util.shape_of(x), nx - 1, _util.shape_of(y), ny - 1, (a, b))
     return dot_general(x, y, ((nx - 1,), (ny - 1,)), ((), ()), precision,
                         preferred_element_type)
 
@@ -154,7 +155,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
         ax_a = tuple(_util.canonicalize_axis("tensordot", i, nx, "axes") for i in first)
         ax_b = tuple(_util.canonicalize_axis("tensordot", i, ny, "axes") for i in second)
     for i, j in zip(ax_a, ax_b):
-        _check_contract("tensordot", _util.shape_of(x), i, _util.shape_of(y), j)
+        _check_contract("tensordot", _util.shape_of(x), i, _util.shape_of(y), j, (a, b))
     return dot_general(x, y, (ax_a, ax_b), ((), ()), precision, preferred_element_type)
 
 

@@ -491,7 +491,8 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
-def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool) -> Array:
+def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
+              skip_nans: bool = False) -> Array:
     if method not in _METHODS:
         raise ValueError(f"lamina.numpy.{fun}: method must be one of {_METHODS}, got {method!r}")
     (x,) = _util.promote_dtypes_inexact(fun, a)
@@ -508,22 +509,29 @@ def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool)
     batch = _util.shape_of(ordered)[:-1]
     q_shape = _util.shape_of(qs)
     q_flat = lax.reshape(qs, (math.prod(q_shape),))
-    pos = lax.mul(q_flat, _util.convert(n - 1, get_aval(q_flat).dtype))
-    lo = lax.clamp(_util.convert(0, get_aval(pos).dtype), lax.floor(pos),
-                   _util.convert(n - 1, get_aval(pos).dtype))
-    hi = lax.clamp(_util.convert(0, get_aval(pos).dtype), lax.ceil(pos),
-                   _util.convert(n - 1, get_aval(pos).dtype))
+    len_q = _util.shape_of(q_flat)[0]
+    out_shape = batch + (len_q,)
+    qdt = get_aval(q_flat).dtype
+    q_b = lax.broadcast_in_dim(q_flat, out_shape, (len(batch),))
+    if skip_nans:
+        # NaNs sort last: each slice interpolates over its own non-NaN count.
+        valid = sum(lax.eq(flat, flat), axis=-1, keepdims=True, dtype=qdt)
+        last = lax.max(lax.sub(valid, _util.convert(1, qdt)), _util.convert(0, qdt))
+        last = lax.broadcast_in_dim(lax.reshape(last, batch), out_shape,
+                                    tuple(range(len(batch))))
+    else:
+        last = lax.full(out_shape, n - 1, qdt)
+    pos = lax.mul(q_b, last)
+    zero = lax.full(out_shape, 0, qdt)
+    lo = lax.clamp(zero, lax.floor(pos), last)
+    hi = lax.clamp(zero, lax.ceil(pos), last)
     ints = dtypes.default_int_dtype()
 
     def at(index: Any) -> Any:
-        idx = lax.convert_element_type(index, ints)
-        idx = lax.broadcast_in_dim(idx, batch + (len_q,), (len(batch),))
-        return lax.take_along_axis(ordered, idx, len(batch))
+        return lax.take_along_axis(ordered, lax.convert_element_type(index, ints), len(batch))
 
-    len_q = _util.shape_of(q_flat)[0]
     low, high = at(lo), at(hi)
-    frac = lax.broadcast_in_dim(lax.sub(pos, lo), batch + (len_q,), (len(batch),))
-    frac = _util.convert(frac, get_aval(ordered).dtype)
+    frac = _util.convert(lax.sub(pos, lo), get_aval(ordered).dtype)
     if method == "linear":
         result = lax.add(low, lax.mul(lax.sub(high, low), frac))
     elif method == "lower":
@@ -533,10 +541,12 @@ def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool)
     elif method == "midpoint":
         result = lax.mul(lax.add(low, high), _util.convert(0.5, get_aval(low).dtype))
     else:
-        nearest = lax.round(lax.broadcast_in_dim(pos, batch + (len_q,), (len(batch),)),
-                            lax.RoundingMethod.TO_NEAREST_EVEN)
-        result = lax.take_along_axis(ordered, lax.convert_element_type(nearest, ints), len(batch))
-    has_nan = any(lax.ne(flat, flat), axis=-1, keepdims=True)
+        # As JAX: the lower neighbour up to a fraction of one half (NumPy rounds to even).
+        result = lax.select(lax.le(frac, lax.full_like(frac, 0.5)), low, high)
+    if skip_nans:
+        has_nan = all(lax.ne(flat, flat), axis=-1, keepdims=True)
+    else:
+        has_nan = any(lax.ne(flat, flat), axis=-1, keepdims=True)
     result = lax.select(lax.broadcast_in_dim(has_nan, _util.shape_of(result),
                                              tuple(range(len(batch) + 1))),
                         lax.full_like(result, np.nan), result)
@@ -555,6 +565,25 @@ def median(a: ArrayLike, axis: Axis = None, out: None = None, overwrite_input: b
     """The median over ``axis`` (mean of the two middle values for even counts)."""
     _util.check_out("median", out)
     return _quantile("median", a, 0.5, axis, "midpoint", keepdims)
+
+
+def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
+                overwrite_input: bool = False, method: str = "linear",
+                keepdims: bool = False) -> Array:
+    """The ``q``-th quantiles (``0 <= q <= 1``) over ``axis``, ignoring NaNs
+    (NaN where a slice has only NaNs)."""
+    _util.check_out("nanquantile", out)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, skip_nans=True)
+
+
+def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
+                  overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False) -> Array:
+    """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis``, ignoring NaNs."""
+    _util.check_out("nanpercentile", out)
+    (qs,) = _util.promote_dtypes_inexact("nanpercentile", q)
+    return _quantile("nanpercentile", a, lax.div(qs, _util.convert(100, get_aval(qs).dtype)),
+                     axis, method, keepdims, skip_nans=True)
 
 
 def nanmedian(a: ArrayLike, axis: Axis = None, out: None = None,

@@ -28,10 +28,24 @@ def _operand(fun: str, a: Any, name: str = "a") -> Any:
 
 
 # --- reshaping ------------------------------------------------------------------------------
-def _check_c_order(fun: str, order: Any) -> None:
+def _check_order(order: Any) -> bool:
+    """Whether ``order`` asks for Fortran order ('F'); 'C' (and 'A', 'K' or
+    None, which mean C order for lamina's always C-ordered arrays) do not.
+    Anything else is JAX's ValueError."""
+    if order == "F":
+        return True
     if order not in ("C", "A", "K", None):
-        raise _util.UnsupportedArgumentError(
-            f"lamina.numpy.{fun}: order={order!r} is not supported; only C order is")
+        raise ValueError(f"Unexpected value for 'order' argument: {order}.")
+    return False
+
+
+def _fortran_reshape(x: Any, dims: tuple[int, ...]) -> Any:
+    """``x`` reshaped to ``dims`` reading and writing elements in Fortran
+    (first axis fastest) order: the C-order reshape of the reversed axes."""
+    nd = _util.ndim_of(x)
+    flipped = lax.transpose(x, tuple(reversed(range(nd)))) if nd > 1 else x
+    out = lax.reshape(flipped, dims[::-1])
+    return lax.transpose(out, tuple(reversed(range(len(dims))))) if len(dims) > 1 else out
 
 
 def _new_shape(fun: str, shape: Any, size: int) -> tuple[int, ...]:
@@ -58,22 +72,27 @@ def _new_shape(fun: str, shape: Any, size: int) -> tuple[int, ...]:
 
 def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
             copy: bool | None = None) -> Array:
-    """``a`` with a new shape of the same size (one dimension may be -1)."""
-    _check_c_order("reshape", order)
+    """``a`` with a new shape of the same size (one dimension may be -1);
+    ``order='F'`` reads and places the elements in Fortran order."""
+    fortran = _check_order(order)
     if shape is None:
         shape = newshape
     if shape is None:
         raise TypeError("lamina.numpy.reshape: missing the shape argument")
     x = _operand("reshape", a)
-    dims = _new_shape("reshape", shape, math.prod(_util.shape_of(x)))
-    return lax.reshape(x, dims)
+    try:
+        dims = _new_shape("reshape", shape, math.prod(_util.shape_of(x)))
+    except TypeError as e:
+        raise TypeError(_util.with_operands_note(str(e), [x])) from None
+    return _fortran_reshape(x, dims) if fortran else lax.reshape(x, dims)
 
 
 def ravel(a: ArrayLike, order: str = "C") -> Array:
-    """The flattened (1-D) ``a``."""
-    _check_c_order("ravel", order)
+    """The flattened (1-D) ``a`` (in Fortran order with ``order='F'``)."""
+    fortran = _check_order(order)
     x = _operand("ravel", a)
-    return lax.reshape(x, (math.prod(_util.shape_of(x)),))
+    dims = (math.prod(_util.shape_of(x)),)
+    return _fortran_reshape(x, dims) if fortran else lax.reshape(x, dims)
 
 
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:

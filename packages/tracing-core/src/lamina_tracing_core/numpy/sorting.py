@@ -175,8 +175,10 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
         results = unique_fn(values, return_index=return_index, return_inverse=return_inverse,
                             return_counts=return_counts, axis=axis, equal_nan=equal_nan)
         if isinstance(results, tuple):
-            return tuple(_place_numpy(np.asarray(r)) for r in results)
-        return _place_numpy(np.asarray(results))
+            # The values keep the input's dtype; indices and counts are default ints.
+            return (asarray(np.asarray(results[0])),
+                    *(_place_numpy(np.asarray(r)) for r in results[1:]))
+        return asarray(np.asarray(results))
     if axis is not None:
         raise _util.UnsupportedArgumentError(
             "lamina.numpy.unique: axis= with size= is not supported; flatten first")
@@ -209,7 +211,10 @@ def _unique_sized(x: Any, size: int, fill_value: Any, equal_nan: bool, return_in
     values = lax.select(valid, values, lax.broadcast_in_dim(fill, (size,), ()))
     results: list[Any] = [values]
     if return_index:
-        results.append(take(perm, starts, mode="clip"))
+        first_index = take(perm, starts, mode="clip")
+        # Padding entries repeat the first unique value's index, as JAX's.
+        results.append(lax.select(valid, first_index, lax.broadcast_in_dim(
+            lax.index_in_dim(first_index, 0, keepdims=False), (size,), ())))
     if return_inverse:
         group = lax.sub(lax.cumsum(lax.convert_element_type(is_first, ints), axis=0),
                         np.asarray(1, ints))

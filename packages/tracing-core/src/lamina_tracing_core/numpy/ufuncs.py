@@ -717,7 +717,15 @@ def iscomplex(x: ArrayLike, /) -> Array:
 
 
 def iscomplexobj(x: Any) -> bool:
-    """True if ``x`` has a complex dtype."""
+    """True if ``x`` has a complex dtype. As JAX: anything with a ``dtype``
+    (an array, a ``ShapeDtypeStruct``, a scalar type such as
+    ``lamina.numpy.complex64``) is judged by it, ``None`` and strings are not
+    complex, and other values are converted to arrays first."""
+    if x is None or isinstance(x, str):
+        return False
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return dt.kind == "c"
     return _is_complex(_util.operand("iscomplexobj", x))
 
 

@@ -22,6 +22,7 @@ from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.numpy import _util
 
 import lamina.numpy as jnp
+from lamina.nn import initializers as initializers
 
 Array = Any
 ArrayLike = Any
@@ -29,7 +30,7 @@ Axis = int | tuple[int, ...] | None
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
-    "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "normalize", "one_hot",
+    "initializers", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "normalize", "one_hot",
     "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
     "sparse_plus", "squareplus", "standardize", "swish", "tanh",
 ]

@@ -1,0 +1,55 @@
+"""``lamina.core``: what ``jax.core`` offers libraries, from tracing-core.
+
+Under the JAX alias (:mod:`lamina.compat`) this module is ``jax.core``. It
+holds the names of JAX 0.10's ``jax.core`` that lamina implements, and the
+tracing types libraries written for earlier JAX versions still read from it
+(``Primitive``, ``Jaxpr``, ``ClosedJaxpr``, ``get_aval``, ...). Each name is
+tracing-core's own object, re-exported: ``isinstance(x, lamina.core.Tracer)``
+is True for every tracer under ``jit``, ``grad`` or ``vmap``.
+
+``ShapedArray(shape, dtype, weak_type)`` is constructed positionally, the way
+jaxlib's C++ builds the aval of an array it converts to NumPy whenever a
+module named ``jax.core`` is loaded; so device-to-host transfers work with the
+alias installed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lamina_tracing_core.api import eval_jaxpr as eval_jaxpr
+from lamina_tracing_core.avals import ShapedArray as ShapedArray
+from lamina_tracing_core.avals import get_aval as get_aval
+from lamina_tracing_core.core import Trace as Trace
+from lamina_tracing_core.core import Tracer as Tracer
+from lamina_tracing_core.core import concrete_or_error as concrete_or_error
+from lamina_tracing_core.core import find_top_trace as find_top_trace
+from lamina_tracing_core.core import jaxpr_as_fun as jaxpr_as_fun
+from lamina_tracing_core.core import mapped_aval as mapped_aval
+from lamina_tracing_core.core import unmapped_aval as unmapped_aval
+from lamina_tracing_core.core import valid_jaxtype as valid_jaxtype
+from lamina_tracing_core.jaxpr import Atom as Atom
+from lamina_tracing_core.jaxpr import ClosedJaxpr as ClosedJaxpr
+from lamina_tracing_core.jaxpr import DropVar as DropVar
+from lamina_tracing_core.jaxpr import Jaxpr as Jaxpr
+from lamina_tracing_core.jaxpr import JaxprEqn as JaxprEqn
+from lamina_tracing_core.jaxpr import Literal as Literal
+from lamina_tracing_core.jaxpr import Var as Var
+from lamina_tracing_core.primitives import Primitive as Primitive
+
+#: The base class of abstract values. lamina has one kind of aval, so it is
+#: ``ShapedArray`` itself: ``isinstance(aval, AbstractValue)`` holds for every aval.
+AbstractValue = ShapedArray
+
+#: A value a primitive is applied to: an array, a scalar or a tracer.
+Value = Any
+
+#: The parameters of an equation (``JaxprEqn.params``).
+ParamDict = dict[str, Any]
+
+__all__ = [
+    "AbstractValue", "Atom", "ClosedJaxpr", "DropVar", "Jaxpr", "JaxprEqn", "Literal",
+    "ParamDict", "Primitive", "ShapedArray", "Trace", "Tracer", "Value", "Var",
+    "concrete_or_error", "eval_jaxpr", "find_top_trace", "get_aval", "jaxpr_as_fun",
+    "mapped_aval", "unmapped_aval", "valid_jaxtype",
+]

@@ -1,0 +1,128 @@
+"""Top-level runtime helpers of the public API: ``make_mesh``, ``enable_x64``
+and ``default_device`` (JAX's context-manager flags), ``process_indices``,
+``copy_to_host_async`` and ``print_environment_info``."""
+
+from __future__ import annotations
+
+import math
+import platform
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from jaxlib.version import __version__ as jaxlib_version
+from lamina_interpreters_pxla import backends
+from lamina_interpreters_pxla.sharding import Mesh
+from lamina_linear_util import tree_util as tu
+from lamina_tracing_core import dtypes
+
+from lamina.__about__ import __version__
+
+__all__ = ["copy_to_host_async", "default_device", "enable_x64", "make_mesh",
+           "print_environment_info", "process_indices"]
+
+T = TypeVar("T")
+
+
+class ContextFlag(Generic[T]):
+    """A setting used as JAX uses its config states: ``flag.value`` reads it and
+    ``with flag(new_value):`` sets it for a block (restored on exit)."""
+
+    def __init__(self, name: str, read: Callable[[], T], scope: Callable[[T], Any]):
+        self._name, self._read, self._scope = name, read, scope
+
+    @property
+    def value(self) -> T:
+        return self._read()
+
+    def __call__(self, new_value: T) -> Any:
+        return self._scope(new_value)
+
+    def __repr__(self) -> str:
+        return f"<lamina setting {self._name}={self.value!r}>"
+
+
+@contextmanager
+def _x64_scope(enabled: bool = True) -> Iterator[None]:
+    previous = dtypes.x64_enabled()
+    dtypes.enable_x64(bool(enabled))
+    try:
+        yield
+    finally:
+        dtypes.enable_x64(previous)
+
+
+def _x64_call(new_value: bool = True) -> Any:
+    return _x64_scope(new_value)
+
+
+#: ``with lamina.enable_x64(True):`` enables 64-bit types for a block;
+#: ``lamina.enable_x64.value`` reads the setting.
+enable_x64: ContextFlag[bool] = ContextFlag("jax_enable_x64", dtypes.x64_enabled, _x64_call)
+
+#: ``with lamina.default_device(device):`` puts uncommitted data and computations
+#: on ``device`` (a platform name picks that platform's first device);
+#: ``lamina.default_device.value`` is the device chosen by the innermost block, or None.
+default_device: ContextFlag[Any] = ContextFlag(
+    "jax_default_device", lambda: backends._default_device_state.device,
+    backends.default_device_scope)
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
+              axis_types: tuple[Any, ...] | None = None, *,
+              devices: Sequence[Any] | None = None) -> Mesh:
+    """A ``Mesh`` of shape ``axis_shapes`` over the first ``prod(axis_shapes)``
+    devices (all devices by default), in device order."""
+    if axis_types is not None:
+        raise TypeError("make_mesh: axis_types is not supported: lamina meshes have no "
+                        "explicit-sharding axis types (every axis behaves as Auto)")
+    shape = tuple(int(s) for s in axis_shapes)
+    names = tuple(axis_names)
+    if len(shape) != len(names):
+        raise ValueError(f"make_mesh: {len(shape)} axis sizes {shape} but {len(names)} names "
+                         f"{names}")
+    devs = list(backends.devices() if devices is None else devices)
+    size = math.prod(shape)
+    if len(devs) < size:
+        raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape "
+                         f"{shape}")
+    grid = np.empty(len(devs[:size]), dtype=object)
+    grid[:] = devs[:size]
+    return Mesh(grid.reshape(shape), names)
+
+
+def process_indices(backend: Any = None) -> list[int]:
+    """The sorted indices of the processes that own devices of ``backend``."""
+    return sorted({int(d.process_index) for d in backends.devices(backend)})
+
+
+def copy_to_host_async(x: Any) -> Any:
+    """Starts copying every array leaf of ``x`` to host memory without waiting;
+    returns ``x``. A later ``np.asarray`` finds the data there."""
+    for leaf in tu.tree_leaves(x):
+        start = getattr(leaf, "copy_to_host_async", None)
+        if start is not None:
+            start()
+    return x
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """The versions and devices lamina runs with (printed, or returned)."""
+    devs = backends.devices()
+    lines = [
+        f"lamina: {__version__}",
+        f"jaxlib: {jaxlib_version}",
+        f"numpy:  {np.__version__}",
+        f"python: {sys.version}",
+        f"device info: {backends.default_backend()}-{len(devs)}, "
+        f"{backends.local_device_count()} local devices",
+        f"process_count: {backends.process_count()}",
+        f"platform: {platform.uname()}",
+    ]
+    text = "\n".join(lines) + "\n"
+    if return_string:
+        return text
+    print(text)
+    return None

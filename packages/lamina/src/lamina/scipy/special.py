@@ -1,0 +1,522 @@
+"""``lamina.scipy.special``: SciPy's special functions (JAX's ``jax.scipy.special``).
+
+Arguments are promoted to an inexact dtype as ``jnp`` promotes them. The
+gamma-family, error, Bessel and zeta functions are lax primitives (``lax.lgamma``,
+``lax.igamma``, ``lax.bessel_i0e``, ...) with their derivatives; the rest are
+compositions written to stay finite where the naive formula overflows
+(``logsumexp``, ``log_ndtr``, ``xlogy`` at 0). ``logsumexp``, ``softmax`` and
+``log_softmax`` are ``lamina.nn``'s (one implementation).
+"""
+
+from __future__ import annotations
+
+import fractions
+import functools
+import math
+from typing import Any
+
+import numpy as np
+from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core.custom_derivatives import custom_jvp
+from lamina_tracing_core.numpy import _util
+
+import lamina.numpy as jnp
+from lamina.nn import log_softmax, logsumexp, softmax
+
+Array = Any
+ArrayLike = Any
+
+__all__ = [
+    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf",
+    "erfc", "erfinv", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln",
+    "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma",
+    "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr",
+    "softmax", "xlog1py", "xlogy", "zeta",
+]
+
+
+def _real(fun: str, *args: ArrayLike) -> list[Array]:
+    """``args`` promoted to one inexact dtype; complex inputs are refused."""
+    out = _util.promote_args_inexact(f"lamina.scipy.special.{fun}", *args)
+    if out and dtypes.is_complex(get_aval(out[0]).dtype):
+        raise ValueError(f"lamina.scipy.special.{fun} does not support complex-valued inputs")
+    return list(out)
+
+
+def _k(x: Array, value: float) -> Any:
+    return np.array(value, get_aval(x).dtype)
+
+
+# --- gamma and beta -----------------------------------------------------------------
+def gammaln(x: ArrayLike) -> Array:
+    """``log|Gamma(x)|``."""
+    (a,) = _real("gammaln", x)
+    return lax.lgamma(a)
+
+
+loggamma = gammaln
+
+
+def gammasgn(x: ArrayLike) -> Array:
+    """The sign of ``Gamma(x)``: NaN at the poles (non-positive integers) and NaN."""
+    (a,) = _real("gammasgn", x)
+    floor_a = lax.floor(a)
+    negative = jnp.less(a, 0)
+    pole = jnp.logical_or(jnp.logical_and(negative, jnp.equal(a, floor_a)), jnp.isnan(a))
+    odd = jnp.not_equal(jnp.remainder(floor_a, 2), 0)
+    minus = jnp.logical_or(jnp.logical_and(negative, odd),
+                           jnp.logical_and(jnp.equal(a, 0), jnp.signbit(a)))
+    return jnp.where(pole, _k(a, np.nan), jnp.where(minus, _k(a, -1), _k(a, 1)))
+
+
+def gamma(x: ArrayLike) -> Array:
+    """The gamma function (``gammasgn(x) * exp(gammaln(x))``)."""
+    (a,) = _real("gamma", x)
+    return jnp.multiply(gammasgn(a), lax.exp(lax.lgamma(a)))
+
+
+def betaln(a: ArrayLike, b: ArrayLike) -> Array:
+    """``log|B(a, b)|``."""
+    x, y = _real("betaln", a, b)
+    return jnp.subtract(jnp.add(lax.lgamma(x), lax.lgamma(y)), lax.lgamma(jnp.add(x, y)))
+
+
+def beta(a: ArrayLike, b: ArrayLike) -> Array:
+    """The beta function ``Gamma(a) Gamma(b) / Gamma(a + b)``."""
+    x, y = _real("beta", a, b)
+    sign = jnp.multiply(jnp.multiply(gammasgn(x), gammasgn(y)), gammasgn(jnp.add(x, y)))
+    return jnp.multiply(sign, jnp.exp(betaln(x, y)))
+
+
+def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
+    """The regularized incomplete beta function ``I_x(a, b)``."""
+    p, q, v = _real("betainc", a, b, x)
+    p, q, v = jnp.broadcast_arrays(p, q, v)
+    return lax.betainc(p, q, v)
+
+
+def digamma(x: ArrayLike) -> Array:
+    """The logarithmic derivative of the gamma function."""
+    (a,) = _real("digamma", x)
+    return lax.digamma(a)
+
+
+def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
+    """The ``n``-th derivative of ``digamma`` (``n`` of an integer dtype)."""
+    n_dtype = get_aval(_util.operand("lamina.scipy.special.polygamma", n, "n")).dtype
+    if not dtypes.issubdtype(n_dtype, np.integer):
+        raise ValueError(f"lamina.scipy.special.polygamma: the argument n must have an integer "
+                         f"dtype, got {n_dtype}")
+    m, a = _real("polygamma", n, x)
+    m, a = jnp.broadcast_arrays(m, a)
+    return lax.polygamma(m, a)
+
+
+def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
+    """The regularized lower incomplete gamma function ``P(a, x)``."""
+    s, v = _real("gammainc", a, x)
+    s, v = jnp.broadcast_arrays(s, v)
+    return lax.igamma(s, v)
+
+
+def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
+    """The regularized upper incomplete gamma function ``Q(a, x)``."""
+    s, v = _real("gammaincc", a, x)
+    s, v = jnp.broadcast_arrays(s, v)
+    return lax.igammac(s, v)
+
+
+def multigammaln(a: ArrayLike, d: int) -> Array:
+    """``log`` of the multivariate gamma function of dimension ``d``."""
+    dim = _util.concrete_int("lamina.scipy.special.multigammaln", d, "d")
+    if dim < 1:
+        raise ValueError(f"lamina.scipy.special.multigammaln: d must be >= 1, got {dim}")
+    (x,) = _real("multigammaln", a)
+    constant = 0.25 * dim * (dim - 1) * math.log(math.pi)
+    shifts = jnp.divide(jnp.arange(dim, dtype=get_aval(x).dtype), 2)
+    terms = lax.lgamma(jnp.subtract(jnp.expand_dims(x, -1), shifts))
+    return jnp.add(jnp.sum(terms, axis=-1), _k(x, constant))
+
+
+def factorial(n: ArrayLike, exact: bool = False) -> Array:
+    """``n!`` as ``Gamma(n + 1)`` (0 for negative ``n``); ``exact=True`` is not
+    available (the result does not fit an integer dtype beyond n = 20)."""
+    if exact:
+        raise ValueError("lamina.scipy.special.factorial: exact=True is not supported; "
+                         "use exact=False for the floating-point value")
+    (x,) = _real("factorial", n)
+    return jnp.where(jnp.less(x, 0), _k(x, 0), jnp.exp(lax.lgamma(jnp.add(x, 1))))
+
+
+def comb(N: ArrayLike, k: ArrayLike, *, exact: bool = False,  # noqa: N803
+         repetition: bool = False) -> Array:
+    """The number of ways to choose ``k`` of ``N`` things (0 outside ``0 <= k <= N``)."""
+    if exact:
+        raise ValueError("lamina.scipy.special.comb: exact=True is not supported")
+    n, kk = _real("comb", N, k)
+    if repetition:
+        return jnp.where(jnp.logical_and(jnp.equal(kk, 0), jnp.greater_equal(n, 0)),
+                         _k(n, 1), comb(jnp.subtract(jnp.add(n, kk), 1), kk))
+    ok = jnp.logical_and(jnp.logical_and(jnp.less_equal(kk, n), jnp.greater_equal(n, 0)),
+                         jnp.greater_equal(kk, 0))
+    safe_n = jnp.where(ok, n, _k(n, 0))
+    safe_k = jnp.where(ok, kk, _k(n, 0))
+    log_c = jnp.subtract(jnp.subtract(lax.lgamma(jnp.add(safe_n, 1)),
+                                      lax.lgamma(jnp.add(safe_k, 1))),
+                         lax.lgamma(jnp.add(jnp.subtract(safe_n, safe_k), 1)))
+    return jnp.where(ok, jnp.exp(log_c), _k(n, 0))
+
+
+def poch(z: ArrayLike, m: ArrayLike) -> Array:
+    """The rising factorial ``Gamma(z + m) / Gamma(z)``."""
+    x, y = _real("poch", z, m)
+    s = jnp.add(x, y)
+    sign = jnp.multiply(gammasgn(s), gammasgn(x))
+    value = jnp.multiply(sign, jnp.exp(jnp.subtract(lax.lgamma(s), lax.lgamma(x))))
+    return jnp.where(jnp.equal(y, 0), _k(x, 1), value)
+
+
+@functools.lru_cache(maxsize=16)
+def _bernoulli_numbers(n: int) -> tuple[float, ...]:
+    """B_0..B_n exactly (the Akiyama-Tanigawa algorithm on fractions), with
+    SciPy's convention B_1 = -1/2, rounded to floats once."""
+    row: list[fractions.Fraction] = []
+    out: list[fractions.Fraction] = []
+    for m in range(n + 1):
+        row.append(fractions.Fraction(1, m + 1))
+        for j in range(m, 0, -1):
+            row[j - 1] = j * (row[j - 1] - row[j])
+        out.append(row[0])
+    if n >= 1:
+        out[1] = -out[1]
+    values = []
+    for f in out:
+        try:
+            values.append(float(f))
+        except OverflowError:
+            values.append(math.inf if f > 0 else -math.inf)
+    return tuple(values)
+
+
+def bernoulli(n: int) -> Array:
+    """The Bernoulli numbers B_0 .. B_n (``n`` a non-negative Python int), with
+    B_1 = -1/2 as in SciPy."""
+    count = _util.concrete_int("lamina.scipy.special.bernoulli", n, "n")
+    if count < 0:
+        raise ValueError(f"lamina.scipy.special.bernoulli: n must be a non-negative integer, "
+                         f"got {count}")
+    return jnp.asarray(np.array(_bernoulli_numbers(count), dtypes.default_float_dtype()))
+
+
+# --- error function and the normal distribution ----------------------------------------
+def erf(x: ArrayLike) -> Array:
+    """The error function."""
+    (a,) = _real("erf", x)
+    return lax.erf(a)
+
+
+def erfc(x: ArrayLike) -> Array:
+    """The complementary error function ``1 - erf(x)``."""
+    (a,) = _real("erfc", x)
+    return lax.erfc(a)
+
+
+def erfinv(x: ArrayLike) -> Array:
+    """The inverse of ``erf`` on (-1, 1)."""
+    (a,) = _real("erfinv", x)
+    return lax.erf_inv(a)
+
+
+def _ndtr(x: Array) -> Array:
+    half_sqrt2 = _k(x, 0.5 * math.sqrt(2.0))
+    w = jnp.multiply(x, half_sqrt2)
+    z = jnp.abs(w)
+    # 1 + erf near 0; erfc in the tails keeps the small side accurate.
+    y = jnp.where(jnp.less(z, half_sqrt2), jnp.add(_k(x, 1), lax.erf(w)),
+                  jnp.where(jnp.greater(w, 0), jnp.subtract(_k(x, 2), lax.erfc(z)),
+                            lax.erfc(z)))
+    return jnp.multiply(_k(x, 0.5), y)
+
+
+def ndtr(x: ArrayLike) -> Array:
+    """The standard normal CDF."""
+    (a,) = _real("ndtr", x)
+    return _ndtr(a)
+
+
+# Cephes' rational approximations of the normal quantile (ndtri.c).
+_NDTRI_P0 = (-5.99633501014107895267e1, 9.80010754185999661536e1, -5.66762857469070293439e1,
+             1.39312609387279679503e1, -1.23916583867381258016e0)
+_NDTRI_Q0 = (1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
+             -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
+             1.59056225126211695515e1, -1.18331621121330003142e0)
+_NDTRI_P1 = (4.05544892305962419923e0, 3.15251094599893866154e1, 5.71628192246421288162e1,
+             4.40805073893200834700e1, 1.46849561928858024014e1, 2.18663306850790267539e0,
+             -1.40256079171354495875e-1, -3.50424626827848203418e-2,
+             -8.57456785154685413611e-4)
+_NDTRI_Q1 = (1.0, 1.57799883256466749731e1, 4.53907635128879210584e1, 4.13172038254672030440e1,
+             1.50425385692907503408e1, 2.50464946208309415979e0, -1.42182922854787788574e-1,
+             -3.80806407691578277194e-2, -9.33259480895457427372e-4)
+_NDTRI_P2 = (3.23774891776946035970e0, 6.91522889068984211695e0, 3.93881025292474443415e0,
+             1.33303460815807542389e0, 2.01485389549179081538e-1, 1.23716634817820021358e-2,
+             3.01581553508235416007e-4, 2.65806974686737550832e-6, 6.23974539184983293730e-9)
+_NDTRI_Q2 = (1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099489081330271e0,
+             2.16236993594496635890e-1, 1.34204006088543189037e-2, 3.28014464682127739104e-4,
+             2.89247864745380683936e-6, 6.79019408009981274425e-9)
+
+
+def _horner(coefficients: tuple[float, ...], x: Array) -> Array:
+    acc = jnp.full_like(x, coefficients[0])
+    for c in coefficients[1:]:
+        acc = jnp.add(jnp.multiply(acc, x), _k(x, c))
+    return acc
+
+
+def ndtri(p: ArrayLike) -> Array:
+    """The standard normal quantile (inverse of ``ndtr``): -inf at 0, inf at 1,
+    NaN outside [0, 1]."""
+    (q,) = _real("ndtri", p)
+    e2 = math.exp(-2.0)
+    # Work with the smaller tail: q' = min(q, 1 - q) (the formula is odd about 1/2).
+    upper = jnp.greater(q, _k(q, -math.expm1(-2.0)))
+    tail = jnp.where(upper, jnp.subtract(_k(q, 1), q), q)
+    # q' == 0 would take log(0): compute at 1/2 instead (those results become -inf/inf below)
+    tail = jnp.where(jnp.equal(tail, 0), _k(q, 0.5), tail)
+    # Centre: x / sqrt(2 pi) = w + w^3 P0(w^2) / Q0(w^2), w = q' - 1/2.
+    w = jnp.subtract(tail, _k(q, 0.5))
+    ww = jnp.square(w)
+    centre = jnp.add(w, jnp.multiply(jnp.multiply(w, ww),
+                                     jnp.divide(_horner(_NDTRI_P0, ww), _horner(_NDTRI_Q0, ww))))
+    centre = jnp.multiply(centre, _k(q, -math.sqrt(2.0 * math.pi)))
+    # Tails: x = z - log(z)/z - P(1/z) / (z Q(1/z)), z = sqrt(-2 log q').
+    z = jnp.sqrt(jnp.multiply(_k(q, -2.0), jnp.log(tail)))
+    inv_z = jnp.divide(_k(q, 1), z)
+    lead = jnp.subtract(z, jnp.divide(jnp.log(z), z))
+    far = jnp.divide(jnp.divide(_horner(_NDTRI_P2, inv_z), _horner(_NDTRI_Q2, inv_z)), z)
+    near = jnp.divide(jnp.divide(_horner(_NDTRI_P1, inv_z), _horner(_NDTRI_Q1, inv_z)), z)
+    tails = jnp.subtract(lead, jnp.where(jnp.greater_equal(z, 8.0), far, near))
+    x = jnp.where(jnp.greater(tail, _k(q, e2)), centre, tails)
+    x = jnp.where(jnp.greater(q, _k(q, 1.0 - e2)), x, jnp.negative(x))
+    x = jnp.where(jnp.equal(q, 0), _k(q, -np.inf), jnp.where(jnp.equal(q, 1), _k(q, np.inf), x))
+    outside = jnp.logical_or(jnp.logical_or(jnp.less(q, 0), jnp.greater(q, 1)), jnp.isnan(q))
+    return jnp.where(outside, _k(q, np.nan), x)
+
+
+def _norm_logpdf(x: Array) -> Array:
+    return jnp.subtract(jnp.multiply(_k(x, -0.5), jnp.square(x)),
+                        _k(x, 0.5 * math.log(2.0 * math.pi)))
+
+
+def _log_ndtr_series(x: Array, order: int) -> Array:
+    """The asymptotic series of log Phi(x) for x << -1: log of
+    phi(x)/(-x) * (1 + sum_n (-1)^n (2n-1)!! / x^(2n))."""
+    x2 = jnp.square(x)
+    total = jnp.ones_like(x)
+    power = x2
+    double_factorial = 1
+    for n in range(1, order + 1):
+        double_factorial *= 2 * n - 1
+        term = jnp.divide(_k(x, float(double_factorial)), power)
+        total = jnp.subtract(total, term) if n % 2 else jnp.add(total, term)
+        power = jnp.multiply(power, x2)
+    log_scale = jnp.subtract(jnp.subtract(jnp.multiply(_k(x, -0.5), x2), jnp.log(jnp.negative(x))),
+                             _k(x, 0.5 * math.log(2.0 * math.pi)))
+    return jnp.add(log_scale, jnp.log(total))
+
+
+def _log_ndtr_impl(x: Array, series_order: int) -> Array:
+    wide = get_aval(x).dtype == np.float64
+    lower, upper = (-20.0, 8.0) if wide else (-10.0, 5.0)
+    above = jnp.greater(x, upper)
+    # one ndtr evaluation: at -x above the upper bound (log(1-e) ~ -e), else at
+    # max(x, lower) (the clamp keeps the unused branch finite)
+    arg = jnp.where(above, jnp.negative(x), jnp.maximum(x, _k(x, lower)))
+    phi = _ndtr(arg)
+    series = _log_ndtr_series(jnp.minimum(x, _k(x, lower)), series_order)
+    return jnp.where(above, jnp.negative(phi),
+                     jnp.where(jnp.greater(x, lower), jnp.log(phi), series))
+
+
+@functools.lru_cache(maxsize=32)
+def _log_ndtr_of_order(series_order: int) -> Any:
+    """log_ndtr for one (static) series order, as a custom-JVP function: the
+    derivative is phi(x) / Phi(x) = exp(log phi(x) - log_ndtr(x)), finite in
+    both tails. (The order is closed over, not passed as an argument.)"""
+    fun = custom_jvp(lambda x: _log_ndtr_impl(x, series_order))
+
+    def jvp(primals: Any, tangents: Any) -> tuple[Array, Array]:
+        (x,), (t,) = primals, tangents
+        ans = fun(x)
+        return ans, jnp.multiply(t, jnp.exp(jnp.subtract(_norm_logpdf(x), ans)))
+
+    fun.defjvp(jvp)
+    return fun
+
+
+def log_ndtr(x: ArrayLike, series_order: int = 3) -> Array:
+    """``log(ndtr(x))``, accurate far into both tails (an asymptotic series of
+    ``series_order`` terms below -20, -10 in float32)."""
+    order = _util.concrete_int("lamina.scipy.special.log_ndtr", series_order, "series_order")
+    if order < 0 or order > 30:
+        raise ValueError(f"lamina.scipy.special.log_ndtr: series_order must be in [0, 30], "
+                         f"got {order}")
+    (a,) = _real("log_ndtr", x)
+    if get_aval(a).dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        a32 = lax.convert_element_type(a, np.float32)
+        return lax.convert_element_type(_log_ndtr_of_order(order)(a32), get_aval(a).dtype)
+    return _log_ndtr_of_order(order)(a)
+
+
+# --- logistic -----------------------------------------------------------------------
+def expit(x: ArrayLike) -> Array:
+    """The logistic sigmoid ``1 / (1 + exp(-x))``."""
+    (a,) = _real("expit", x)
+    return lax.logistic(a)
+
+
+def _logit(x: Array) -> Array:
+    return jnp.log(jnp.divide(x, jnp.subtract(_k(x, 1), x)))
+
+
+_logit_cj = custom_jvp(_logit)
+_logit_cj.defjvps(lambda g, ans, x: jnp.divide(g, jnp.multiply(x, jnp.subtract(_k(x, 1), x))))
+
+
+def logit(x: ArrayLike) -> Array:
+    """``log(x / (1 - x))``, the inverse of ``expit``."""
+    (a,) = _real("logit", x)
+    return _logit_cj(a)
+
+
+# --- entropies ------------------------------------------------------------------------
+def _xlogy(x: Array, y: Array) -> Array:
+    keep = jnp.logical_or(jnp.not_equal(x, 0), jnp.isnan(y))
+    return jnp.where(keep, jnp.multiply(x, jnp.log(y)), jnp.zeros_like(x))
+
+
+_xlogy_cj = custom_jvp(_xlogy)
+
+
+@_xlogy_cj.defjvp
+def _xlogy_jvp(primals: Any, tangents: Any) -> tuple[Array, Array]:
+    (x, y), (dx, dy) = primals, tangents
+    out = _xlogy_cj(x, y)
+    return out, jnp.add(jnp.multiply(dx, jnp.log(y)), jnp.divide(jnp.multiply(dy, x), y))
+
+
+def xlogy(x: ArrayLike, y: ArrayLike) -> Array:
+    """``x * log(y)``, 0 where ``x == 0`` (unless ``y`` is NaN), with a derivative
+    defined there."""
+    a, b = _real("xlogy", x, y)
+    a, b = jnp.broadcast_arrays(a, b)
+    return _xlogy_cj(a, b)
+
+
+def _xlog1py(x: Array, y: Array) -> Array:
+    keep = jnp.logical_or(jnp.not_equal(x, 0), jnp.isnan(y))
+    return jnp.where(keep, jnp.multiply(x, jnp.log1p(y)), jnp.zeros_like(x))
+
+
+_xlog1py_cj = custom_jvp(_xlog1py)
+
+
+@_xlog1py_cj.defjvp
+def _xlog1py_jvp(primals: Any, tangents: Any) -> tuple[Array, Array]:
+    (x, y), (dx, dy) = primals, tangents
+    out = _xlog1py_cj(x, y)
+    return out, jnp.add(jnp.multiply(dx, jnp.log1p(y)),
+                        jnp.divide(jnp.multiply(dy, x), jnp.add(y, 1)))
+
+
+def xlog1py(x: ArrayLike, y: ArrayLike) -> Array:
+    """``x * log1p(y)``, 0 where ``x == 0`` (unless ``y`` is NaN)."""
+    a, b = _real("xlog1py", x, y)
+    a, b = jnp.broadcast_arrays(a, b)
+    return _xlog1py_cj(a, b)
+
+
+def _xlogx(x: Array) -> Array:
+    return _xlogy_cj(x, x)
+
+
+_xlogx_cj = custom_jvp(_xlogx)
+_xlogx_cj.defjvps(lambda g, ans, x: jnp.multiply(g, jnp.add(jnp.log(x), 1)))
+
+
+def entr(x: ArrayLike) -> Array:
+    """``-x log x`` (0 at 0, -inf for negative ``x``)."""
+    (a,) = _real("entr", x)
+    return jnp.where(jnp.less(a, 0), _k(a, -np.inf), jnp.negative(_xlogx_cj(a)))
+
+
+def rel_entr(p: ArrayLike, q: ArrayLike) -> Array:
+    """``p log(p / q)`` for p, q > 0; 0 for p == 0 <= q; inf otherwise."""
+    a, b = _real("rel_entr", p, q)
+    a, b = jnp.broadcast_arrays(a, b)
+    both = jnp.logical_and(jnp.greater(a, 0), jnp.greater(b, 0))
+    zero_p = jnp.logical_and(jnp.equal(a, 0), jnp.greater_equal(b, 0))
+    safe_a = jnp.where(both, a, _k(a, 1))
+    safe_b = jnp.where(both, b, _k(a, 1))
+    value = jnp.subtract(_xlogx_cj(safe_a), _xlogy_cj(safe_a, safe_b))
+    return jnp.where(both, value, jnp.where(zero_p, _k(a, 0), _k(a, np.inf)))
+
+
+def kl_div(p: ArrayLike, q: ArrayLike) -> Array:
+    """``p log(p / q) - p + q`` (``q`` at p == 0 <= q; inf otherwise)."""
+    a, b = _real("kl_div", p, q)
+    return jnp.add(jnp.subtract(rel_entr(a, b), a), b)
+
+
+def boxcox(x: ArrayLike, lmbda: ArrayLike) -> Array:
+    """The Box-Cox transform ``(x**lmbda - 1) / lmbda`` (``log x`` at lmbda 0)."""
+    a, lam = _real("boxcox", x, lmbda)
+    zero = jnp.equal(lam, 0)
+    safe = jnp.where(zero, jnp.ones_like(lam), lam)
+    log_a = jnp.log(a)
+    return jnp.where(zero, log_a, jnp.divide(jnp.expm1(jnp.multiply(safe, log_a)), safe))
+
+
+def boxcox1p(x: ArrayLike, lmbda: ArrayLike) -> Array:
+    """The Box-Cox transform of ``1 + x``."""
+    a, lam = _real("boxcox1p", x, lmbda)
+    zero = jnp.equal(lam, 0)
+    safe = jnp.where(zero, jnp.ones_like(lam), lam)
+    log_a = jnp.log1p(a)
+    return jnp.where(zero, log_a, jnp.divide(jnp.expm1(jnp.multiply(safe, log_a)), safe))
+
+
+# --- Bessel and zeta --------------------------------------------------------------------
+def i0e(x: ArrayLike) -> Array:
+    """``exp(-|x|) I0(x)``."""
+    (a,) = _real("i0e", x)
+    return lax.bessel_i0e(a)
+
+
+def i0(x: ArrayLike) -> Array:
+    """The modified Bessel function of order 0."""
+    (a,) = _real("i0", x)
+    return jnp.multiply(jnp.exp(jnp.abs(a)), lax.bessel_i0e(a))
+
+
+def i1e(x: ArrayLike) -> Array:
+    """``exp(-|x|) I1(x)``."""
+    (a,) = _real("i1e", x)
+    return lax.bessel_i1e(a)
+
+
+def i1(x: ArrayLike) -> Array:
+    """The modified Bessel function of order 1."""
+    (a,) = _real("i1", x)
+    return jnp.multiply(jnp.exp(jnp.abs(a)), lax.bessel_i1e(a))
+
+
+def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Array:
+    """The Hurwitz zeta function ``sum_n (n + q) ** -x`` (``q`` is required:
+    the Riemann zeta function is ``zeta(x, 1)``)."""
+    if q is None:
+        raise ValueError("lamina.scipy.special.zeta: q is required (the Riemann zeta function "
+                         "is zeta(x, 1.0))")
+    a, b = _real("zeta", x, q)
+    a, b = jnp.broadcast_arrays(a, b)
+    return lax.zeta(a, b)
