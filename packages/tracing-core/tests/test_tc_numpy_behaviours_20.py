@@ -151,3 +151,16 @@ def test_like_functions_accept_what_jax_does() -> None:
                 fun(refused)
     full = jnp.full_like(sds, 7)
     assert full.dtype == np.int8 and full.tolist() == [[7, 7, 7], [7, 7, 7]]
+
+
+def test_comparisons_order_complex_values_as_numpy() -> None:
+    # JAX 0.10.2: real parts first, imaginary parts where the real parts tie
+    # (optax compares complex gradients with `t > 0`)
+    a = jnp.array([1 + 2j, 1 + 0j, 0 + 5j], dtype=np.complex64)
+    b = jnp.array([1 + 1j, 1 + 1j, 1 + 0j], dtype=np.complex64)
+    assert np.asarray(a > b).tolist() == [True, False, False]
+    assert np.asarray(a >= b).tolist() == [True, False, False]
+    assert np.asarray(a < b).tolist() == [False, True, True]
+    assert np.asarray(jnp.less_equal(a, a)).tolist() == [True, True, True]
+    jaxpr = tc.make_jaxpr(lambda x, y: x > y)(a, b)
+    assert [e.primitive.name for e in jaxpr.jaxpr.eqns].count("select_n") == 1

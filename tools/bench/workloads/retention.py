@@ -13,10 +13,17 @@ growth and the live ``Jaxpr`` objects per dropped function:
 The timed figure is the whole loop (informational); the comparison that
 matters is the ``kb_per_dropped_fn`` info value (goal: at most 10 KB), with
 ``live_jaxprs_per_dropped_fn`` beside it.
+
+Before each RSS reading, both sides hand the C allocator's free pages back to
+the system (glibc's ``malloc_trim(0)``, where the C library has it): freed
+memory that the allocator keeps for reuse depends on how XLA's compile
+threads happened to fragment the heap, not on what the library still holds,
+and it swings the figure by tens of KB per function from run to run.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 from collections.abc import Callable
@@ -30,7 +37,15 @@ from ..registry import INFO, Bench, workload
 _WARMUP = 50
 
 
+def _release_free_heap() -> None:
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: measure as it is
+        pass
+
+
 def _rss_bytes() -> int:
+    _release_free_heap()
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 

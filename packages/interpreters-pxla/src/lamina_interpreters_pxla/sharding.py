@@ -42,6 +42,11 @@ Index: TypeAlias = tuple[slice | int, ...]
 Shape: TypeAlias = tuple[int, ...]
 
 
+#: the base class of every sharding (jaxlib's, as ``jax.sharding.Sharding`` is):
+#: ``isinstance(s, Sharding)`` holds for every lamina sharding
+Sharding: Any = _jax.Sharding
+
+
 class ShardingError(ValueError):
     """A sharding that does not fit its mesh or the array it is applied to."""
 

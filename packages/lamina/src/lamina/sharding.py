@@ -6,12 +6,13 @@ from lamina_interpreters_pxla.sharding import (
     NamedSharding,
     PartitionSpec,
     PmapSharding,
+    Sharding,
     SingleDeviceSharding,
     get_current_mesh,
 )
 from lamina_sharded_jit import with_sharding_constraint
 
 __all__ = [
-    "GSPMDSharding", "Mesh", "NamedSharding", "PartitionSpec", "PmapSharding",
+    "GSPMDSharding", "Mesh", "NamedSharding", "PartitionSpec", "PmapSharding", "Sharding",
     "SingleDeviceSharding", "get_current_mesh", "with_sharding_constraint",
 ]

@@ -42,6 +42,13 @@ class ShapedArray:
         return len(self.shape)
 
     @property
+    def sharding(self) -> None:
+        """lamina's avals carry no sharding (JAX 0.10's sharding-in-types is
+        not implemented): None, which every ``out_sharding=`` parameter reads
+        as unspecified."""
+        return None
+
+    @property
     def size(self) -> int:
         return math.prod(self.shape)
 

@@ -86,6 +86,40 @@ def _kernel_shape(specs: tuple[str, str, str], out_chan: int, filter_shape: Sequ
             for c in rhs_spec]
 
 
+def _convolution(dimension_numbers: tuple[str, str, str], out_chan: int,
+                 filter_shape: Sequence[int], strides: Sequence[int] | None, padding: Any,
+                 W_init: Callable[..., Any] | None, b_init: Callable[..., Any],  # noqa: N803
+                 transpose: bool) -> Layer:
+    """The layer of :func:`GeneralConv` (``transpose=False``) or
+    :func:`GeneralConvTranspose`: they differ only in the lax operation and
+    its output-shape rule."""
+    _, rhs_spec, out_spec = dimension_numbers
+    unit = (1,) * len(filter_shape)
+    window_strides = tuple(strides) if strides else unit
+    kernel_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+    output_shape_of = lax.conv_transpose_shape_tuple if transpose else lax.conv_general_shape_tuple
+
+    def init_fun(rng: Any, input_shape: Shape) -> tuple[Shape, Params]:
+        kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
+        output_shape = output_shape_of(input_shape, kernel_shape, window_strides, padding,
+                                       dimension_numbers)
+        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+        w_key, b_key = random.split(rng)
+        return output_shape, (kernel_init(w_key, kernel_shape), b_init(b_key, bias_shape))
+
+    def apply_fun(params: Params, inputs: Any, **kwargs: Any) -> Any:
+        weights, bias = params
+        if transpose:
+            out = lax.conv_transpose(inputs, weights, window_strides, padding,
+                                     dimension_numbers=dimension_numbers)
+        else:
+            out = lax.conv_general_dilated(inputs, weights, window_strides, padding, unit, unit,
+                                           dimension_numbers=dimension_numbers)
+        return out + bias
+
+    return init_fun, apply_fun
+
+
 def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,  # noqa: N802
                 filter_shape: Sequence[int], strides: Sequence[int] | None = None,
                 padding: Any = "VALID", W_init: Callable[..., Any] | None = None,  # noqa: N803
@@ -93,26 +127,8 @@ def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,  # noqa:
     """A convolution with layouts ``dimension_numbers`` (e.g. ``('NHWC',
     'HWIO', 'NHWC')``), ``out_chan`` output channels and a kernel of spatial
     shape ``filter_shape``."""
-    _, rhs_spec, out_spec = dimension_numbers
-    unit = (1,) * len(filter_shape)
-    window_strides = tuple(strides) if strides else unit
-    kernel_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-
-    def init_fun(rng: Any, input_shape: Shape) -> tuple[Shape, Params]:
-        kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
-        output_shape = lax.conv_general_shape_tuple(
-            input_shape, kernel_shape, window_strides, padding, dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        w_key, b_key = random.split(rng)
-        return output_shape, (kernel_init(w_key, kernel_shape), b_init(b_key, bias_shape))
-
-    def apply_fun(params: Params, inputs: Any, **kwargs: Any) -> Any:
-        weights, bias = params
-        out = lax.conv_general_dilated(inputs, weights, window_strides, padding, unit, unit,
-                                       dimension_numbers=dimension_numbers)
-        return out + bias
-
-    return init_fun, apply_fun
+    return _convolution(dimension_numbers, out_chan, filter_shape, strides, padding, W_init,
+                        b_init, transpose=False)
 
 
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
@@ -181,26 +197,8 @@ def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
                          W_init: Callable[..., Any] | None = None,  # noqa: N803
                          b_init: Callable[..., Any] = normal(1e-6)) -> Layer:  # noqa: N803
     """A transposed convolution (see :func:`GeneralConv` for the arguments)."""
-    _, rhs_spec, out_spec = dimension_numbers
-    unit = (1,) * len(filter_shape)
-    window_strides = tuple(strides) if strides else unit
-    kernel_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-
-    def init_fun(rng: Any, input_shape: Shape) -> tuple[Shape, Params]:
-        kernel_shape = _kernel_shape(dimension_numbers, out_chan, filter_shape, input_shape)
-        output_shape = lax.conv_transpose_shape_tuple(
-            input_shape, kernel_shape, window_strides, padding, dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        w_key, b_key = random.split(rng)
-        return output_shape, (kernel_init(w_key, kernel_shape), b_init(b_key, bias_shape))
-
-    def apply_fun(params: Params, inputs: Any, **kwargs: Any) -> Any:
-        weights, bias = params
-        out = lax.conv_transpose(inputs, weights, window_strides, padding,
-                                 dimension_numbers=dimension_numbers)
-        return out + bias
-
-    return init_fun, apply_fun
+    return _convolution(dimension_numbers, out_chan, filter_shape, strides, padding, W_init,
+                        b_init, transpose=True)
 
 
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))

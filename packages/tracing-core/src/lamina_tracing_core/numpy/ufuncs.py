@@ -504,10 +504,22 @@ def logical_not(x: ArrayLike, /) -> Array:
 # --- comparisons ---------------------------------------------------------------------------
 equal = _binary("equal", lax.eq, "same", "``x1 == x2`` elementwise.")
 not_equal = _binary("not_equal", lax.ne, "same", "``x1 != x2`` elementwise.")
-less = _binary("less", lax.lt, "same", "``x1 < x2`` elementwise.")
-less_equal = _binary("less_equal", lax.le, "same", "``x1 <= x2`` elementwise.")
-greater = _binary("greater", lax.gt, "same", "``x1 > x2`` elementwise.")
-greater_equal = _binary("greater_equal", lax.ge, "same", "``x1 >= x2`` elementwise.")
+def _ordering(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``compare`` (lax.lt, ...) as NumPy orders complex values: by the real
+    parts, and by the imaginary parts where the real parts are equal."""
+    def ordered(a: Any, b: Any) -> Any:
+        if not _is_complex(a):
+            return compare(a, b)
+        ra, rb = lax.real(a), lax.real(b)
+        return _select(lax.eq(ra, rb), compare(lax.imag(a), lax.imag(b)), compare(ra, rb))
+    return ordered
+
+
+less = _binary("less", _ordering(lax.lt), "same", "``x1 < x2`` elementwise.")
+less_equal = _binary("less_equal", _ordering(lax.le), "same", "``x1 <= x2`` elementwise.")
+greater = _binary("greater", _ordering(lax.gt), "same", "``x1 > x2`` elementwise.")
+greater_equal = _binary("greater_equal", _ordering(lax.ge), "same",
+                        "``x1 >= x2`` elementwise.")
 
 
 # --- unary math ---------------------------------------------------------------------------
