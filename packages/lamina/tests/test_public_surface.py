@@ -11,6 +11,7 @@ import pytest
 
 import lamina
 import lamina.numpy as jnp
+import lamina.sharding as shardings
 from lamina import custom_derivatives as cd
 from lamina import dtypes
 from lamina.flatten_util import ravel_pytree
@@ -286,3 +287,13 @@ def test_public_modules_are_reachable() -> None:
         assert name in dir(lamina), name
         assert getattr(lamina, name).__name__ == f"lamina.{name}"
     assert lamina.experimental.__name__ == "lamina.experimental"
+
+
+def test_sharding_base_class_and_aval_sharding() -> None:
+    # optax annotates with jax.sharding.Sharding and reads jax.typeof(x).sharding
+    x = lamina.device_put(np.ones(2, np.float32))
+    assert isinstance(x.sharding, shardings.Sharding)
+    mesh = shardings.Mesh(np.array(lamina.devices()[:1]), ("a",))
+    assert isinstance(shardings.NamedSharding(mesh, shardings.PartitionSpec()), shardings.Sharding)
+    assert not isinstance("replicated", shardings.Sharding)
+    assert lamina.typeof(x).sharding is None

@@ -42,11 +42,6 @@ Index: TypeAlias = tuple[slice | int, ...]
 Shape: TypeAlias = tuple[int, ...]
 
 
-#: the base class of every sharding (jaxlib's, as ``jax.sharding.Sharding`` is):
-#: ``isinstance(s, Sharding)`` holds for every lamina sharding
-Sharding: Any = _jax.Sharding
-
-
 class ShardingError(ValueError):
     """A sharding that does not fit its mesh or the array it is applied to."""
 
@@ -851,6 +846,11 @@ SHARDING_TYPES: tuple[type, ...] = (SingleDeviceSharding, GSPMDSharding, NamedSh
                                     PmapSharding)
 
 Sharding: TypeAlias = "SingleDeviceSharding | GSPMDSharding | NamedSharding | PmapSharding"
+
+#: jaxlib's base class of every sharding, which ``jax.sharding.Sharding`` is
+#: (lamina exports it under that name): ``isinstance(s, ShardingBase)`` holds
+#: for every lamina sharding, and for jax's too
+ShardingBase: Any = _jax.Sharding
 
 
 @functools.lru_cache(maxsize=None)

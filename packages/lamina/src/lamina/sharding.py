@@ -6,10 +6,10 @@ from lamina_interpreters_pxla.sharding import (
     NamedSharding,
     PartitionSpec,
     PmapSharding,
-    Sharding,
     SingleDeviceSharding,
     get_current_mesh,
 )
+from lamina_interpreters_pxla.sharding import ShardingBase as Sharding
 from lamina_sharded_jit import with_sharding_constraint
 
 __all__ = [
