@@ -70,7 +70,10 @@ def arg_aval(x: Any, name: str | None, fun_desc: str) -> ShapedArray:
         raise DeletedArrayError(deleted_message(x._arr, f"{fun_desc}: argument {name}"))
     if isinstance(x, tc_api.ShapeDtypeStruct):
         return canonical_aval(ShapedArray(x.shape, x.dtype, x.weak_type))
-    aval = aval_or_none(x)
+    try:  # (not aval_or_none: ShapeDtypeStructs were handled above; this is per argument)
+        aval: ShapedArray | None = get_aval(x)
+    except InvalidInputError:
+        aval = None
     if aval is None and _describes_an_array(x):
         # duck-typed stand-ins (``shape`` and ``dtype`` attributes) trace like
         # ShapeDtypeStructs, as in JAX
