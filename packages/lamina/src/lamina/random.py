@@ -20,7 +20,7 @@ from __future__ import annotations
 import lamina_interpreters_pxla  # noqa: F401  (sets the default eager impl)
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -1321,62 +1321,52 @@ def _real_params(fun: str, **params: Any) -> list[Array]:
     return out
 
 
+def _sample_real(name: str, compiled: Callable[..., Array], key: KeyArray, shape: Shape | None,
+                 dtype: Any, **params: Any) -> Array:
+    """The common front of the real-parameter samplers: checks the key, the
+    float dtype, the shape against the parameters' broadcast shape, and the
+    parameters (``name`` names the sampler in errors), then runs ``compiled``."""
+    k = _check_key(name, key)
+    dt = _float_dtype(name, dtype)
+    dims = _out_shape(name, shape, **params)
+    return compiled(k, *_real_params(name, **params), dims, dt)
+
+
 def t(key: KeyArray, df: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
     """Student's t floats with ``df`` degrees of freedom."""
-    k = _check_key("t", key)
-    dt = _float_dtype("t", dtype)
-    dims = _out_shape("t", shape, df=df)
-    return _t_compiled(k, *_real_params("t", df=df), dims, dt)
+    return _sample_real("t", _t_compiled, key, shape, dtype, df=df)
 
 
 def chisquare(key: KeyArray, df: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
     """Chi-square floats with ``df`` degrees of freedom (``2 * Gamma(df / 2)``)."""
-    k = _check_key("chisquare", key)
-    dt = _float_dtype("chisquare", dtype)
-    dims = _out_shape("chisquare", shape, df=df)
-    return _chisquare_compiled(k, *_real_params("chisquare", df=df), dims, dt)
+    return _sample_real("chisquare", _chisquare_compiled, key, shape, dtype, df=df)
 
 
 def f(key: KeyArray, dfnum: Any, dfden: Any, shape: Shape | None = None,
       dtype: Any = None) -> Array:
     """F-distributed floats (a ratio of scaled chi-squares)."""
-    k = _check_key("f", key)
-    dt = _float_dtype("f", dtype)
-    dims = _out_shape("f", shape, dfnum=dfnum, dfden=dfden)
-    return _f_compiled(k, *_real_params("f", dfnum=dfnum, dfden=dfden), dims, dt)
+    return _sample_real("f", _f_compiled, key, shape, dtype, dfnum=dfnum, dfden=dfden)
 
 
 def pareto(key: KeyArray, b: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
     """Pareto floats with shape parameter ``b`` (support [1, inf))."""
-    k = _check_key("pareto", key)
-    dt = _float_dtype("pareto", dtype)
-    dims = _out_shape("pareto", shape, b=b)
-    return _pareto_compiled(k, *_real_params("pareto", b=b), dims, dt)
+    return _sample_real("pareto", _pareto_compiled, key, shape, dtype, b=b)
 
 
 def rayleigh(key: KeyArray, scale: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
     """Rayleigh floats with ``scale``."""
-    k = _check_key("rayleigh", key)
-    dt = _float_dtype("rayleigh", dtype)
-    dims = _out_shape("rayleigh", shape, scale=scale)
-    return _rayleigh_compiled(k, *_real_params("rayleigh", scale=scale), dims, dt)
+    return _sample_real("rayleigh", _rayleigh_compiled, key, shape, dtype, scale=scale)
 
 
 def wald(key: KeyArray, mean: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
     """Wald (inverse Gaussian, unit shape) floats with ``mean``."""
-    k = _check_key("wald", key)
-    dt = _float_dtype("wald", dtype)
-    dims = _out_shape("wald", shape, mean=mean)
-    return _wald_compiled(k, *_real_params("wald", mean=mean), dims, dt)
+    return _sample_real("wald", _wald_compiled, key, shape, dtype, mean=mean)
 
 
 def lognormal(key: KeyArray, sigma: Any = np.float32(1), shape: Shape | None = None,
               dtype: Any = None) -> Array:
     """``exp(sigma * N(0, 1))`` floats."""
-    k = _check_key("lognormal", key)
-    dt = _float_dtype("lognormal", dtype)
-    dims = _out_shape("lognormal", shape, sigma=sigma)
-    return _lognormal_compiled(k, *_real_params("lognormal", sigma=sigma), dims, dt)
+    return _sample_real("lognormal", _lognormal_compiled, key, shape, dtype, sigma=sigma)
 
 
 def triangular(key: KeyArray, left: Any, mode: Any, right: Any, shape: Shape | None = None,
