@@ -17,6 +17,12 @@ validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
+numpy_rank_promotion      LAMINA_NUMPY_RANK_PROMOTION       tracing-core
+                                                            trace_settings
+numpy_dtype_promotion     LAMINA_NUMPY_DTYPE_PROMOTION      tracing-core
+                                                            trace_settings
+default_matmul_precision  LAMINA_DEFAULT_MATMUL_PRECISION   tracing-core
+                                                            trace_settings
 ========================  ================================  ====================
 """
 
@@ -29,7 +35,7 @@ from typing import Any
 from lamina_interpreters_pxla.config import config as runtime_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
-from lamina_tracing_core import dtypes, source_info
+from lamina_tracing_core import dtypes, source_info, trace_settings
 from lamina_tracing_core.core import config as core_config
 
 
@@ -60,6 +66,10 @@ def _core_flag(name: str) -> _Setting:
                     lambda v: setattr(core_config, name, bool(v)))
 
 
+def _trace_setting(name: str) -> _Setting:
+    return _Setting(trace_settings.reader(name), lambda v: trace_settings.update(name, v))
+
+
 def _jit_flag(name: str) -> _Setting:
     return _Setting(lambda: getattr(jit_config, name), lambda v: jit_config.update(name, v))
 
@@ -75,6 +85,8 @@ _SETTINGS: dict[str, _Setting] = {
     "include_full_tracebacks_in_locations": _Setting(
         source_info.include_full_tracebacks_in_locations,
         lambda v: source_info.set_include_full_tracebacks_in_locations(bool(v))),
+    **{name: _trace_setting(name) for name in
+       ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision")},
 }
 
 #: JAX's flag names for the same settings.
@@ -83,6 +95,9 @@ _ALIASES = {
     "jax_num_cpu_devices": "num_cpu_devices", "jax_explain_cache_misses": "explain_cache_misses",
     "jax_disable_jit": "disable_jit",
     "jax_include_full_tracebacks_in_locations": "include_full_tracebacks_in_locations",
+    "jax_numpy_rank_promotion": "numpy_rank_promotion",
+    "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
+    "jax_default_matmul_precision": "default_matmul_precision",
 }
 
 

@@ -16,11 +16,12 @@ from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.sharding import Mesh
 from lamina_linear_util import tree_util as tu
-from lamina_tracing_core import dtypes
+from lamina_tracing_core import dtypes, trace_settings
 
 from lamina.__about__ import __version__
 
-__all__ = ["copy_to_host_async", "default_device", "enable_x64", "make_mesh",
+__all__ = ["copy_to_host_async", "default_device", "default_matmul_precision", "enable_x64",
+           "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices"]
 
 T = TypeVar("T")
@@ -68,6 +69,22 @@ enable_x64: ContextFlag[bool] = ContextFlag("jax_enable_x64", dtypes.x64_enabled
 default_device: ContextFlag[Any] = ContextFlag(
     "jax_default_device", lambda: backends._default_device_state.device,
     backends.default_device_scope)
+
+
+def _trace_setting_flag(name: str) -> ContextFlag[Any]:
+    return ContextFlag("jax_" + name, trace_settings.reader(name),
+                       lambda value: trace_settings.scoped(name, value))
+
+
+#: ``with lamina.numpy_rank_promotion('raise'):`` refuses implicit rank
+#: promotion in ``lamina.numpy`` for a block ('allow', 'warn' or 'raise').
+numpy_rank_promotion = _trace_setting_flag("numpy_rank_promotion")
+#: ``with lamina.numpy_dtype_promotion('strict'):`` allows only Python scalars
+#: to promote for a block ('standard' or 'strict').
+numpy_dtype_promotion = _trace_setting_flag("numpy_dtype_promotion")
+#: ``with lamina.default_matmul_precision('float32'):`` sets the precision of
+#: contractions given none, for a block.
+default_matmul_precision = _trace_setting_flag("default_matmul_precision")
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
