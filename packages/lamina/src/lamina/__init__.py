@@ -35,6 +35,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "custom_vjp": ("lamina_tracing_core.custom_derivatives", "custom_vjp"),
     "named_call": ("lamina.api_extras", "named_call"),
     "named_scope": ("lamina.api_extras", "named_scope"),
+    "ensure_compile_time_eval": ("lamina.api_extras", "ensure_compile_time_eval"),
     "jacobian": ("lamina_tracing_core.api", "jacrev"),  # JAX's jacobian is reverse mode
     "linear_transpose": ("lamina.transforms", "linear_transpose"),
     "custom_gradient": ("lamina.custom_derivatives", "custom_gradient"),
@@ -47,6 +48,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "default_matmul_precision": ("lamina.runtime_api", "default_matmul_precision"),
     "make_mesh": ("lamina.runtime_api", "make_mesh"),
     "process_indices": ("lamina.runtime_api", "process_indices"),
+    "live_arrays": ("lamina.runtime_api", "live_arrays"),
     "copy_to_host_async": ("lamina.runtime_api", "copy_to_host_async"),
     "print_environment_info": ("lamina.runtime_api", "print_environment_info"),
     "Device": ("lamina_interpreters_pxla._jaxlib", "DeviceClass"),
