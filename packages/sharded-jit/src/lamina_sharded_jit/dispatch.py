@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from lamina_interpreters_pxla import buffer_use
+from lamina_interpreters_pxla import backends, buffer_use
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, record_donation
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.transfer import shard_args
@@ -60,6 +60,7 @@ MISS: Any = _Miss()
 _trace_state = core._state
 _x64_state = dtypes.x64_state
 _trace_settings = trace_settings.state
+_default_device = backends._default_device_state
 
 
 def at_top_level() -> bool:
@@ -73,7 +74,7 @@ class FastEntry:
 
     __slots__ = ("expected", "avals", "shardings", "committed", "n", "kept", "loaded",
                  "handlers", "out_tree", "donated_kept", "donated_mask", "name", "x64", "settings",
-                 "executable",
+                 "default_device", "executable",
                  "single_out", "aval0", "sharding0", "committed0")
 
     def __init__(self, *, avals: Sequence[ShapedArray], shardings: Sequence[Any],
@@ -98,6 +99,7 @@ class FastEntry:
         self.name = name
         self.x64 = _x64_state.enabled
         self.settings = _trace_settings.key
+        self.default_device = _default_device.device
         self.single_out = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
 
     def run(self, leaves: Sequence[Any]) -> Any:
@@ -107,7 +109,7 @@ class FastEntry:
         # A deleted array makes the execution fail, and the full path (taken on
         # MISS) then names it.
         if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
-                or _custom_layouts):
+                or self.default_device is not _default_device.device or _custom_layouts):
             return self._run_checked(leaves)
         if self.n == 1:
             x = leaves[0]
@@ -135,7 +137,8 @@ class FastEntry:
     def _run_checked(self, leaves: Sequence[Any]) -> Any:
         """:meth:`run` with the full signature check (equality, host values,
         moves, layouts)."""
-        if self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key:
+        if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
+                or self.default_device is not _default_device.device):
             return MISS
         impls = self._check(leaves)
         if impls is None:
