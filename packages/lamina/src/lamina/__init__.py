@@ -96,6 +96,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "test_util": ("lamina.test_util", None),
     "experimental": ("lamina.experimental", None),
     "compilation_cache": ("lamina.compilation_cache", None),
+    "clear_persistent_caches": ("lamina_sharded_jit.persistent_trace", "clear_persistent_caches"),
 }
 
 #: attributes that must not pull in the runtime: ``lamina.distributed.launch``
