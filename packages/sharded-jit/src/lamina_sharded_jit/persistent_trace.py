@@ -34,8 +34,11 @@ read: the SHA-256 of every source file whose functions ran while the call was
 traced and lowered (recorded with ``sys.setprofile``), plus the files of every
 equation's source location (inner jitted functions traced earlier in the
 process), and the values of the module globals that code outside the standard
-library, site-packages and lamina reads (``co_names`` found in its globals),
-fingerprinted as above.
+library, site-packages and lamina names (``co_names`` found in its globals),
+fingerprinted as above when that code is first called (so a counter the
+body itself increments is compared by its value before the call). A module
+not imported yet when the entry is checked passes: importing it runs its
+file, which is compared.
 
 **What it cannot see**, so do not rely on it for these: the contents of
 objects it cannot fingerprint that are read as globals (only their type is
@@ -353,24 +356,41 @@ def _generated(path: str) -> bool:
     return path.startswith("<") and path.endswith(">")
 
 
+#: module globals one piece of code read: (module, name, fingerprint)
+GlobalsRead = list[tuple[str, str, str]]
+
+
 @contextmanager
-def _recording() -> Iterator[dict[types.CodeType, dict[str, Any]]]:
-    """Every code object that runs in the block (this thread), with its globals."""
+def _recording() -> Iterator[dict[types.CodeType, GlobalsRead]]:
+    """Every code object that runs in the block (this thread) and, for code
+    outside the standard library, site-packages and lamina, the globals it
+    names, fingerprinted when it is first called (before its body changes them)."""
     if sys.getprofile() is not None:
         raise NotCacheable("a profiler is active (sys.setprofile)")
-    ran: dict[types.CodeType, dict[str, Any]] = {}
+    ran: dict[types.CodeType, GlobalsRead] = {}
 
     def on_event(frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "call":
             code = frame.f_code
             if code not in ran:
-                ran[code] = frame.f_globals
+                ran[code] = _globals_read(code, frame.f_globals)
 
     sys.setprofile(on_event)
     try:
         yield ran
     finally:
         sys.setprofile(None)
+
+
+def _globals_read(code: types.CodeType, module_globals: dict[str, Any]) -> GlobalsRead:
+    path = code.co_filename
+    if path.startswith(_STDLIB) or _generated(path) or _is_library(os.path.realpath(path)):
+        return []
+    module = module_globals.get("__name__")
+    if not isinstance(module, str):
+        return []
+    return [(module, name, _global_fingerprint(module_globals[name]))
+            for name in code.co_names if name in module_globals]
 
 
 def _source_codes(jaxpr: Jaxpr, out: set[types.CodeType]) -> None:
@@ -405,12 +425,11 @@ def _file_hash(path: str) -> str | None:
 def _global_fingerprint(value: Any) -> str:
     try:
         return fingerprint(value)
-    except NotCacheable:
+    except Exception:  # NotCacheable, or a value whose inspection fails
         return f"opaque:{_name_of(type(value))}"
 
 
-def _manifest(ran: dict[types.CodeType, dict[str, Any]], jaxpr: Jaxpr
-              ) -> dict[str, Any]:
+def _manifest(ran: dict[types.CodeType, GlobalsRead], jaxpr: Jaxpr) -> dict[str, Any]:
     codes = set(ran)
     _source_codes(jaxpr, codes)
     files: dict[str, str] = {}
@@ -423,16 +442,9 @@ def _manifest(ran: dict[types.CodeType, dict[str, Any]], jaxpr: Jaxpr
             raise NotCacheable(f"{code.co_qualname} has no source file ({path})")
         files[path] = digest
     read: dict[tuple[str, str], str] = {}
-    for code, module_globals in ran.items():
-        path = code.co_filename
-        if path.startswith(_STDLIB) or _generated(path) or _is_library(os.path.realpath(path)):
-            continue
-        module = module_globals.get("__name__")
-        if not isinstance(module, str):
-            continue
-        for name in code.co_names:
-            if name in module_globals and (module, name) not in read:
-                read[(module, name)] = _global_fingerprint(module_globals[name])
+    for reads in ran.values():
+        for module, name, digest in reads:
+            read.setdefault((module, name), digest)  # the first read's value
     return {"files": files, "globals": sorted((m, n, fp) for (m, n), fp in read.items())}
 
 
@@ -443,7 +455,9 @@ def _stale(manifest: dict[str, Any]) -> str | None:
             return f"the source file {path} changed"
     for module, name, digest in manifest["globals"]:
         mod = sys.modules.get(module)
-        if mod is None or name not in vars(mod):
+        if mod is None:
+            continue  # not imported yet: its globals will come from its (compared) file
+        if name not in vars(mod):
             return f"the global {module}.{name} is not defined (yet)"
         if _global_fingerprint(vars(mod)[name]) != digest:
             return f"the global {module}.{name} changed"
