@@ -29,6 +29,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_tracing_core.checkpoint import remat_p
 from lamina_tracing_core.control_flow import cond_p, scan_p, while_p
+from lamina_tracing_core.control_flow.solves import linear_solve_p
 from lamina_tracing_core.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 
@@ -135,6 +136,16 @@ def _inline(param: str) -> LoweringRule:
     return rule
 
 
+def _linear_solve(ctx: LoweringRuleContext, *args: Value, const_lengths: Any,
+                  jaxprs: Any) -> Sequence[Value]:
+    """``custom_linear_solve`` runs its ``solve`` jaxpr on the solve's consts
+    and the right-hand side (the other roles matter only to derivatives)."""
+    n_matvec, n_vecmat, n_solve, n_tsolve = const_lengths
+    start = n_matvec + n_vecmat
+    solve_args = [*args[start:start + n_solve], *args[start + n_solve + n_tsolve:]]
+    return lower_sub_jaxpr(ctx, jaxprs.solve, solve_args)
+
+
 def _custom_vjp_call(ctx: LoweringRuleContext, *args: Value, **params: Any) -> Sequence[Value]:
     body = params.get("call_jaxpr", params.get("fun_jaxpr"))
     if body is None:
@@ -189,6 +200,7 @@ def platform_index_lowering(ctx: LoweringRuleContext, *args: Value,
 
 
 register_lowering(cond_p, _cond)
+register_lowering(linear_solve_p, _linear_solve)
 register_lowering(while_p, _while)
 register_lowering(scan_p, _scan)
 register_lowering(custom_jvp_call_p, _inline("call_jaxpr"))
