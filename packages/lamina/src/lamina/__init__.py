@@ -95,6 +95,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "flatten_util": ("lamina.flatten_util", None),
     "test_util": ("lamina.test_util", None),
     "experimental": ("lamina.experimental", None),
+    "compilation_cache": ("lamina.compilation_cache", None),
 }
 
 #: attributes that must not pull in the runtime: ``lamina.distributed.launch``
