@@ -121,22 +121,17 @@ def _check_devices(devices: Sequence[Device], options: BuildOptions, name: str) 
 
 def compile_module(module: Any, devices: Sequence[Device],
                    options: BuildOptions = BuildOptions(), *, name: str = "module",
-<<<<<<< HEAD
-                   fingerprint: str | None = None, persistent: bool = True) -> LoadedExecutable:
+                   fingerprint: str | None = None, persistent: bool = True,
+                   host_callbacks: Sequence[Any] = ()) -> LoadedExecutable:
     """Compiles ``module`` for ``devices`` (the device assignment, replica-major),
     reusing an earlier compilation of the same module, options and devices: in
     this process, or from the persistent cache when a cache directory is set
     (:mod:`~lamina_interpreters_pxla.persistent_cache`; ``persistent=False``
-    keeps this compilation off the disk)."""
-=======
-                   fingerprint: str | None = None,
-                   host_callbacks: Sequence[Any] = ()) -> LoadedExecutable:
-    """Compiles ``module`` for ``devices`` (the device assignment, replica-major),
-    reusing an earlier compilation of the same module, options and devices.
+    keeps this compilation off the disk).
     ``host_callbacks`` are the Python functions the module's callback custom
     calls run (``LoweringResult.host_callbacks``); a module with callbacks is
-    compiled for them alone (its text does not say which functions they are)."""
->>>>>>> i23
+    compiled for them alone (its text does not say which functions they are),
+    and never from or to the disk."""
     devices = list(devices)
     _check_devices(devices, options, name)
     if host_callbacks:
@@ -163,7 +158,6 @@ def compile_module(module: Any, devices: Sequence[Device],
     return loaded
 
 
-<<<<<<< HEAD
 def _compile_through_disk(module: str | bytes, devices: list[Device], options: BuildOptions,
                           name: str, persistent: bool) -> LoadedExecutable:
     """The persistent cache's executable for ``module``, or XLA's (then stored)."""
@@ -194,19 +188,20 @@ def _compile_through_disk(module: str | bytes, devices: list[Device], options: B
     if disk is not None:
         disk.store(key, name, loaded, time.perf_counter() - start)
     return loaded
-=======
+
+
 def _compile_with_callbacks(module: Any, devices: list[Device], options: BuildOptions,
                             name: str, host_callbacks: Sequence[Any]) -> LoadedExecutable:
     if isinstance(module, (str, bytes)):
         module = parse_module(module)  # jaxlib takes host callbacks with an ir.Module only
     compile_stats["misses"] += 1
+    compile_stats["xla_compiles"] += 1
     try:
         return devices[0].client.compile_and_load(
             module, device_list(devices), make_compile_options(options, devices),
             host_callbacks=list(host_callbacks))
     except JaxRuntimeError as e:
         raise CompileError(f"XLA could not compile {name}: {e}") from e
->>>>>>> i23
 
 
 def _refs_when_only_cached() -> int:
