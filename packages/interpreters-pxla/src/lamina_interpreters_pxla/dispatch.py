@@ -54,6 +54,8 @@ from lamina_interpreters_pxla.executable import (
     output_shardings_of,
     runtime_error,
 )
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
+from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.sharding import (
     GSPMDSharding,
@@ -69,7 +71,7 @@ from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.base_primitives import convert_element_type_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
 from lamina_tracing_core.primitives import Primitive
-from lamina_tracing_core.source_info import SourceInfo
+from lamina_tracing_core.source_info import SourceInfo, current_source_info
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 
@@ -155,6 +157,8 @@ class _Entry:
         finally:
             buffer_use.done_using(impls)
         outs = results.consume_with_handlers(self.handlers)
+        if _float_checks.any:
+            _check_results(self.name, [Array(o) for o in outs])
         if self.multiple_results:
             return [Array(o) for o in outs]
         return Array(outs[0])
@@ -213,6 +217,17 @@ class _Entry:
             for i, impl in zip(moves, placed):
                 impls[i] = impl
         return impls
+
+
+def _check_results(name: str, outs: Sequence[Any]) -> None:
+    """debug_nans/debug_infs for one eager primitive: the error names it and
+    the user's line that applied it."""
+    if is_suspended():
+        return
+    bad = first_bad(outs)
+    if bad is not None:
+        raise FloatingPointError(f"invalid value ({bad[1]}) encountered in {name} at "
+                                 f"{current_source_info()}")
 
 
 #: distinct scalar values cached per argument position of an entry

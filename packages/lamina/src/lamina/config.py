@@ -17,6 +17,7 @@ validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
+debug_nans, debug_infs    (none; off)                       runtime float_checks
 ========================  ================================  ====================
 """
 
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lamina_interpreters_pxla.config import config as runtime_config
+from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
+from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
 from lamina_tracing_core import dtypes, source_info
@@ -64,6 +67,14 @@ def _jit_flag(name: str) -> _Setting:
     return _Setting(lambda: getattr(jit_config, name), lambda v: jit_config.update(name, v))
 
 
+def _float_check(name: str) -> _Setting:
+    def write(value: Any) -> None:
+        float_checks.set(**{name: bool(value)})
+        clear_cpp_caches()  # jaxlib's C++ dispatch cannot check results
+
+    return _Setting(lambda: getattr(float_checks, name), write)
+
+
 _SETTINGS: dict[str, _Setting] = {
     "enable_x64": _x64(),
     "platforms": _runtime("platforms"),
@@ -75,6 +86,8 @@ _SETTINGS: dict[str, _Setting] = {
     "include_full_tracebacks_in_locations": _Setting(
         source_info.include_full_tracebacks_in_locations,
         lambda v: source_info.set_include_full_tracebacks_in_locations(bool(v))),
+    "debug_nans": _float_check("nans"),
+    "debug_infs": _float_check("infs"),
 }
 
 #: JAX's flag names for the same settings.
@@ -83,6 +96,7 @@ _ALIASES = {
     "jax_num_cpu_devices": "num_cpu_devices", "jax_explain_cache_misses": "explain_cache_misses",
     "jax_disable_jit": "disable_jit",
     "jax_include_full_tracebacks_in_locations": "include_full_tracebacks_in_locations",
+    "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
 }
 
 
