@@ -88,3 +88,30 @@ def test_eager_ops_are_checked_and_infs_on_request(nan_checks) -> None:
 def test_checks_are_off_by_default() -> None:
     assert not lx.config.read("debug_nans")
     assert np.isnan(float(lx.jit(jnp.log)(-1.0)))
+
+
+def test_log_compiles_names_the_function_arguments_and_time(caplog) -> None:
+    def step(params, x, *, scale=2.0):
+        return jnp.sum(params["w"] @ x) * scale
+
+    lx.config.update("jax_log_compiles", True)
+    lx.config.update("explain_cache_misses", True)
+    try:
+        with caplog.at_level("WARNING"):
+            f = lx.jit(step)
+            f({"w": jnp.ones((2, 3))}, jnp.ones(3))
+            f({"w": jnp.ones((2, 3))}, jnp.ones(3))  # cached: no second compilation
+            f({"w": jnp.ones((2, 4))}, jnp.ones(4))
+    finally:
+        lx.config.update("jax_log_compiles", False)
+        lx.config.update("explain_cache_misses", False)
+    compiles = [r.getMessage() for r in caplog.records if r.name == "lamina.compiles"
+                and "jit(step)" in r.getMessage()]
+    assert len(compiles) == 2, compiles
+    assert re.match(r"Finished XLA compilation of jit\(step\) in [0-9.]+ ms; arguments: "
+                    r"params\['w'\]: f32\[2,3\], x: f32\[3\]$", compiles[0]), compiles[0]
+    assert "params['w']: f32[2,4]" in compiles[1]
+    # the cache-miss explanation says why the second compilation happened
+    explained = [r.getMessage() for r in caplog.records if r.name == "lamina.cache"]
+    assert any("params['w'] changed from f32[2,3] to f32[2,4]" in m or
+               "argument params['w'] changed" in m for m in explained), explained

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -46,6 +47,7 @@ from lamina_interpreters_pxla.array import (
 )
 from lamina_interpreters_pxla.backends import default_device, lowering_platform
 from lamina_interpreters_pxla import buffer_use
+from lamina_interpreters_pxla.compiler import log_compilation
 from lamina_interpreters_pxla.donation import deleted_argument_error
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
@@ -482,8 +484,10 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
         f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
         num_partitions=n)
     options = BuildOptions(num_partitions=n)
+    start = time.perf_counter()
     loaded = compile_module(lowering.module, devices, options, name=f"jit_{prim.name}",
                             host_callbacks=lowering.host_callbacks)
+    log_compilation(prim.name, lowering.arg_names, in_avals, time.perf_counter() - start)
     out_shardings = _output_shardings(loaded, devices, out_avals, placement)
     return Executable(loaded, name=prim.name, in_avals=in_avals, out_avals=out_avals,
                       in_shardings=placement.in_shardings, out_shardings=out_shardings,

@@ -18,6 +18,7 @@ disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
 debug_nans, debug_infs    (none; off)                       runtime float_checks
+log_compiles              (none; off)                       runtime compiler
 ========================  ================================  ====================
 """
 
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
 from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
 from lamina_interpreters_pxla.float_checks import checks as float_checks
@@ -88,6 +90,8 @@ _SETTINGS: dict[str, _Setting] = {
         lambda v: source_info.set_include_full_tracebacks_in_locations(bool(v))),
     "debug_nans": _float_check("nans"),
     "debug_infs": _float_check("infs"),
+    "log_compiles": _Setting(lambda: compile_log.enabled,
+                             lambda v: setattr(compile_log, "enabled", bool(v))),
 }
 
 #: JAX's flag names for the same settings.
@@ -97,6 +101,7 @@ _ALIASES = {
     "jax_disable_jit": "disable_jit",
     "jax_include_full_tracebacks_in_locations": "include_full_tracebacks_in_locations",
     "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
+    "jax_log_compiles": "log_compiles",
 }
 
 

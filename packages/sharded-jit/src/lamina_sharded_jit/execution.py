@@ -30,6 +30,7 @@ from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.backends import default_device
 from lamina_interpreters_pxla.backends import devices as devices_of
 from lamina_interpreters_pxla.compiler import (
+    log_compilation,
     BuildOptions,
     CompileError,
     compile_module,
@@ -312,7 +313,9 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
     loaded = compile_module(program.lowering.module, devices, options,
                             name=program.lowering.module_name,
                             host_callbacks=program.lowering.host_callbacks)
-    log_cost("compiling", program.lowering.module_name, time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    log_cost("compiling", program.lowering.module_name, elapsed)
+    log_compilation(f"jit({program.fun_name})", program.arg_names, program.in_avals, elapsed)
     stats["compilations"] += 1
     in_sh = _concrete_in_shardings(program, loaded)
     out_sh = _concrete_out_shardings(program, loaded)
