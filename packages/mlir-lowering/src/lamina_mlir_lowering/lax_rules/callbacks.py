@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray
@@ -122,12 +123,24 @@ def emit_host_callback(ctx: LoweringRuleContext, callback: HostCallback,
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
         backend_config=ir.DictAttr.get({"index": ir.IntegerAttr.get(u64, index)}))
     if mctx.num_partitions > 1:
-        # an SPMD program runs the callback once, on its first device
-        op.attributes["mhlo.sharding"] = ir.StringAttr.get("{maximal device=0}")
+        _on_first_device(mctx.sharding_format, op, result_avals, ordered)
     results: list[Value] = list(op.results)
     if ordered:
         mctx.token = results.pop(0)
     return results
+
+
+def _on_first_device(sharding_format: str, op: Any, result_avals: Sequence[ShapedArray],
+                     ordered: bool) -> None:
+    """An SPMD program runs the callback once, on its first device (a maximal
+    sharding; XLA requires one on every side-effecting op)."""
+    if sharding_format != "shardy":
+        op.attributes["mhlo.sharding"] = ir.StringAttr.get("{maximal device=0}")
+        return
+    # a maximal sharding has no dimension shardings, whatever the result's rank
+    first = sdy.TensorShardingAttr.get(sdy.MeshAttr.get([], [0]), [])
+    count = max(1, int(ordered) + len(result_avals))  # an op without results carries one too
+    op.attributes["sdy.sharding"] = sdy.TensorShardingPerValueAttr.get([first] * count)
 
 
 def _pure_callback(ctx: LoweringRuleContext, *operands: Value, callback: HostCallback,
