@@ -33,6 +33,7 @@ from lamina_tracing_core.callbacks import (
     io_callback_p,
     pure_callback_p,
 )
+from lamina_tracing_core.checks import check_p
 from lamina_tracing_core.effects import HostEffect
 
 from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
@@ -162,6 +163,14 @@ def _debug_callback(ctx: LoweringRuleContext, *operands: Value, callback: HostCa
                               ordered=effect.ordered)
 
 
+def _unchecked(ctx: LoweringRuleContext, *operands: Value, message: str, fmt_tree: Any,
+               source: Any) -> list[Value]:
+    raise ctx.error(f"checkify.check({message!r}) at {source} reached a compiled program "
+                    "without checkify: wrap the function in checkify.checkify(...) to get its "
+                    "errors as values (a check has nothing to report to otherwise)")
+
+
+register_lowering(check_p, _unchecked)
 register_lowering(pure_callback_p, _pure_callback)
 register_lowering(io_callback_p, _io_callback)
 register_lowering(debug_callback_p, _debug_callback)
