@@ -257,3 +257,16 @@ def test_a_module_with_callbacks_refuses_export() -> None:
         lx.jit(f).trace(1.0).lower().export()
     with pytest.raises(ValueError, match="cannot export"):
         lx.export.export(lx.jit(f))(1.0)
+
+
+def test_callbacks_in_an_spmd_program_run_once(capfd, devices8) -> None:
+    mesh = lx.sharding.Mesh(np.array(devices8), ("a",))
+    x = lx.device_put(jnp.arange(16.0), lx.NamedSharding(mesh, lx.P("a")))
+
+    @lx.jit
+    def f(x):
+        lx.debug.print("sum {}", jnp.sum(x), ordered=True)
+        return lx.pure_callback(lambda a: a * 2, lx.ShapeDtypeStruct(x.shape, x.dtype), x) + 1
+
+    np.testing.assert_allclose(np.asarray(f(x)), np.arange(16.0) * 2 + 1)
+    assert _lines(capfd) == ["sum 120.0"]

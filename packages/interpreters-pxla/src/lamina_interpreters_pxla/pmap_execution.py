@@ -27,6 +27,7 @@ The impl rule caches step 1-3 per (function, argument types, params) with
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ import numpy as np
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, ArrayImplClass, Device
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
+from lamina_interpreters_pxla.compiler import log_compilation
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
     Executable,
@@ -393,9 +395,12 @@ def compile_pmap(traced: TracedPmap, lowering: LoweringResult,
                  devices: Sequence[Device]) -> PmapExecutable:
     """Step 3: compile ``lowering`` for ``devices`` (one per replica)."""
     params = traced.params
+    start = time.perf_counter()
     loaded = compile_module(lowering.module, devices,
                             BuildOptions(num_replicas=traced.num_replicas, use_shardy=False),
                             name=lowering.module_name, host_callbacks=lowering.host_callbacks)
+    log_compilation(f"pmap({params.name})", traced.arg_names, traced.in_avals,
+                    time.perf_counter() - start)
     # ``axis_size`` is the share of the mapped axis the caller passes: all of
     # it (the arrays span every replica), or this process's entries when the
     # axis spans several processes (the arrays live on this process's devices).

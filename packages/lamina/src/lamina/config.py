@@ -18,6 +18,8 @@ disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
 compilation_cache_dir     LAMINA_COMPILATION_CACHE_DIR      runtime persistent_cache
+debug_nans, debug_infs    (none; off)                       runtime float_checks
+log_compiles              (none; off)                       runtime compiler
 ========================  ================================  ====================
 
 The persistent compilation cache's other settings (JAX's names, with and
@@ -32,7 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
+from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
+from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
@@ -71,6 +76,14 @@ def _jit_flag(name: str) -> _Setting:
     return _Setting(lambda: getattr(jit_config, name), lambda v: jit_config.update(name, v))
 
 
+def _float_check(name: str) -> _Setting:
+    def write(value: Any) -> None:
+        float_checks.set(**{name: bool(value)})
+        clear_cpp_caches()  # jaxlib's C++ dispatch cannot check results
+
+    return _Setting(lambda: getattr(float_checks, name), write)
+
+
 _SETTINGS: dict[str, _Setting] = {
     "enable_x64": _x64(),
     "platforms": _runtime("platforms"),
@@ -82,6 +95,10 @@ _SETTINGS: dict[str, _Setting] = {
     "include_full_tracebacks_in_locations": _Setting(
         source_info.include_full_tracebacks_in_locations,
         lambda v: source_info.set_include_full_tracebacks_in_locations(bool(v))),
+    "debug_nans": _float_check("nans"),
+    "debug_infs": _float_check("infs"),
+    "log_compiles": _Setting(lambda: compile_log.enabled,
+                             lambda v: setattr(compile_log, "enabled", bool(v))),
 }
 _SETTINGS.update({name: _Setting(functools.partial(cache_config.read, name),
                                  functools.partial(cache_config.update, name))
@@ -94,6 +111,8 @@ _ALIASES = {
     "jax_disable_jit": "disable_jit",
     "jax_include_full_tracebacks_in_locations": "include_full_tracebacks_in_locations",
     **{f"jax_{name}": name for name in cache_config.names()},
+    "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
+    "jax_log_compiles": "log_compiles",
 }
 
 

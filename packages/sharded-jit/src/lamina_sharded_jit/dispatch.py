@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from lamina_interpreters_pxla import buffer_use
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, record_donation
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.transfer import shard_args
 from lamina_tracing_core import core, dtypes
@@ -103,6 +104,8 @@ class FastEntry:
         # and committed flag are the very objects recorded (identity checks).
         # A deleted array makes the execution fail, and the full path (taken on
         # MISS) then names it.
+        if _float_checks.any:
+            return MISS  # the full path checks the results
         if self.x64 is not _x64_state.enabled or _custom_layouts:
             return self._run_checked(leaves)
         if self.n == 1:
