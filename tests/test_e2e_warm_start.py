@@ -41,17 +41,24 @@ def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
     return report
 
 
-def test_concurrent_writers_then_a_process_that_compiles_nothing(tmp_path: Path) -> None:
-    writers = [_start(tmp_path, "--no-pmap") for _ in range(4)]
+def test_concurrent_writers_then_processes_that_compile_nothing(tmp_path: Path) -> None:
+    writers = [_start(tmp_path, "--no-pmap", "--trace-cache") for _ in range(4)]
     cold = [_result(p) for p in writers]
     assert all(r["warnings"] == [] for r in cold), cold
     assert len({r["loss"] for r in cold}) == 1
-    assert not list(tmp_path.glob(".tmp-*")), "a writer left a temporary file"
+    assert not list(tmp_path.rglob(".tmp-*")), "a writer left a temporary file"
+    # the compilation cache alone: traced again, compiled never
     warm = _result(_start(tmp_path, "--no-pmap"))
     assert warm["xla_compiles"] == 0, warm
     assert warm["disk"]["errors"] == 0 and warm["disk"]["hits"] > 0
-    assert warm["warnings"] == []
-    assert warm["loss"] == cold[0]["loss"]
+    assert warm["traces"] > 0
+    # with the trace cache: the train step is neither traced nor compiled
+    warmer = _result(_start(tmp_path, "--no-pmap", "--trace-cache"))
+    assert warmer["xla_compiles"] == 0 and warmer["traces"] == 0, warmer
+    assert warmer["trace_cache"]["hits"] == 1
+    for report in (warm, warmer):
+        assert report["warnings"] == []
+        assert report["loss"] == cold[0]["loss"]
 
 
 @pytest.fixture

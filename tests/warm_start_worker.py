@@ -42,6 +42,8 @@ def main(argv: list[str]) -> None:
     import lamina as lx
     from lamina import demo
     from lamina_interpreters_pxla import compiler, persistent_cache
+    from lamina_sharded_jit import persistent_trace
+    from lamina_sharded_jit.tracing import trace_stats
 
     lx.config.update("compilation_cache_dir", argv[0])
     lx.config.update("persistent_cache_min_compile_time_secs", 0)
@@ -67,7 +69,8 @@ def main(argv: list[str]) -> None:
             pmap_loss = float(np.asarray(losses)[0])
         caught = [f"{w.category.__name__}: {w.message}" for w in records]
     print(json.dumps({"xla_compiles": compiler.compile_stats["xla_compiles"],
-                      "disk": persistent_cache.disk_stats, "loss": first,
+                      "disk": persistent_cache.disk_stats, "traces": trace_stats["traces"],
+                      "trace_cache": persistent_trace.stats, "loss": first,
                       "pmap_loss": pmap_loss, "warnings": caught,
                       "first_result_s": first_result}))
 

@@ -99,6 +99,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "debug": ("lamina.debug", None),
     "pure_callback": ("lamina.callbacks", "pure_callback"),
     "effects_barrier": ("lamina_interpreters_pxla.effects_runtime", "effects_barrier"),
+    "clear_persistent_caches": ("lamina_sharded_jit.persistent_trace", "clear_persistent_caches"),
 }
 
 #: attributes that must not pull in the runtime: ``lamina.distributed.launch``

@@ -20,6 +20,9 @@ in_locations              IN_LOCATIONS                      source_info
 compilation_cache_dir     LAMINA_COMPILATION_CACHE_DIR      runtime persistent_cache
 debug_nans, debug_infs    (none; off)                       runtime float_checks
 log_compiles              (none; off)                       runtime compiler
+persistent_trace_cache    LAMINA_PERSISTENT_TRACE_CACHE     sharded-jit
+persistent_trace_cache_   LAMINA_PERSISTENT_TRACE_CACHE_    persistent_trace
+verify                    VERIFY
 ========================  ================================  ====================
 
 The persistent compilation cache's other settings (JAX's names, with and
@@ -41,6 +44,7 @@ from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
+from lamina_sharded_jit import persistent_trace
 from lamina_tracing_core import dtypes, source_info
 from lamina_tracing_core.core import config as core_config
 
@@ -92,6 +96,8 @@ _SETTINGS: dict[str, _Setting] = {
     "pmap_chunked_shards": _runtime("pmap_chunked_shards"),
     "validate_debug_info": _core_flag("validate_debug_info"),
     "disable_jit": _jit_flag("disable_jit"),
+    "persistent_trace_cache": _jit_flag("persistent_trace_cache"),
+    "persistent_trace_cache_verify": _jit_flag("persistent_trace_cache_verify"),
     "include_full_tracebacks_in_locations": _Setting(
         source_info.include_full_tracebacks_in_locations,
         lambda v: source_info.set_include_full_tracebacks_in_locations(bool(v))),
@@ -114,6 +120,21 @@ _ALIASES = {
     "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
     "jax_log_compiles": "log_compiles",
 }
+
+
+#: settings that do not change what tracing produces (the persistent trace
+#: cache's key leaves them out)
+_NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disable_jit",
+                          "persistent_trace_cache", "persistent_trace_cache_verify",
+                          *cache_config.names()})
+
+
+def _tracing_settings() -> tuple[tuple[str, str], ...]:
+    return tuple((name, repr(setting.read())) for name, setting in _SETTINGS.items()
+                 if name not in _NOT_TRACING)
+
+
+persistent_trace.register_key_part(_tracing_settings)
 
 
 def _setting(name: str) -> _Setting:

@@ -65,6 +65,7 @@ from lamina_sharded_jit.shardings import (
 )
 
 __all__ = ["LoweredProgram", "CompiledProgram", "lower_program", "compile_program",
+           "lowered_program_of",
            "pjit_call", "placed_shardings", "clear_program_caches", "CrossPlatformError"]
 
 
@@ -210,6 +211,16 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
 _KEY_PARTS = ("cache", "generation", "consts", "input shardings", "output shardings", "donated arguments",
               "name", "keep_unused", "compiler options", "platforms", "committedness",
               "device")
+
+
+def lowered_program_of(jaxpr: ClosedJaxpr, executable: Executable) -> LoweredProgram | None:
+    """The program in ``jaxpr``'s lowering cache that was compiled to ``executable``."""
+    for key, value in list(jaxpr_store(jaxpr.jaxpr).items()):
+        if isinstance(key, tuple) and key and key[0] is _LOWER_TAG:
+            program: LoweredProgram = value[1]
+            if program.compiled is not None and program.compiled.executable is executable:
+                return program
+    return None
 
 
 def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) -> None:
