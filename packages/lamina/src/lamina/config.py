@@ -23,6 +23,12 @@ log_compiles              (none; off)                       runtime compiler
 persistent_trace_cache    LAMINA_PERSISTENT_TRACE_CACHE     sharded-jit
 persistent_trace_cache_   LAMINA_PERSISTENT_TRACE_CACHE_    persistent_trace
 verify                    VERIFY
+numpy_rank_promotion      LAMINA_NUMPY_RANK_PROMOTION       tracing-core
+                                                            trace_settings
+numpy_dtype_promotion     LAMINA_NUMPY_DTYPE_PROMOTION      tracing-core
+                                                            trace_settings
+default_matmul_precision  LAMINA_DEFAULT_MATMUL_PRECISION   tracing-core
+                                                            trace_settings
 ========================  ================================  ====================
 
 The persistent compilation cache's other settings (JAX's names, with and
@@ -45,7 +51,7 @@ from lamina_interpreters_pxla.persistent_cache import cache_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
 from lamina_sharded_jit import persistent_trace
-from lamina_tracing_core import dtypes, source_info
+from lamina_tracing_core import dtypes, source_info, trace_settings
 from lamina_tracing_core.core import config as core_config
 
 
@@ -74,6 +80,10 @@ def _explain() -> _Setting:
 def _core_flag(name: str) -> _Setting:
     return _Setting(lambda: getattr(core_config, name),
                     lambda v: setattr(core_config, name, bool(v)))
+
+
+def _trace_setting(name: str) -> _Setting:
+    return _Setting(trace_settings.reader(name), lambda v: trace_settings.update(name, v))
 
 
 def _jit_flag(name: str) -> _Setting:
@@ -105,6 +115,8 @@ _SETTINGS: dict[str, _Setting] = {
     "debug_infs": _float_check("infs"),
     "log_compiles": _Setting(lambda: compile_log.enabled,
                              lambda v: setattr(compile_log, "enabled", bool(v))),
+    **{name: _trace_setting(name) for name in
+       ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision")},
 }
 _SETTINGS.update({name: _Setting(functools.partial(cache_config.read, name),
                                  functools.partial(cache_config.update, name))
@@ -119,6 +131,9 @@ _ALIASES = {
     **{f"jax_{name}": name for name in cache_config.names()},
     "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
     "jax_log_compiles": "log_compiles",
+    "jax_numpy_rank_promotion": "numpy_rank_promotion",
+    "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
+    "jax_default_matmul_precision": "default_matmul_precision",
 }
 
 
