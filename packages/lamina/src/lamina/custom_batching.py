@@ -76,7 +76,7 @@ class custom_vmap:
             raise TypeError(f"custom_vmap function {name} takes positional arguments only; "
                             f"got keyword arguments {', '.join(sorted(kwargs))}")
         dbg = api_util.debug_info("custom_vmap", self.fun, args, {})
-        args_flat, in_tree = tu.tree_flatten(args)
+        args_flat, in_tree = tu.tree_flatten(list(args))  # in_batched is a list, as in JAX
         flat_fun, out_tree = api_util.flatten_fun_nokwargs(
             wrap_init(self.fun, debug_info=dbg), in_tree)
         in_avals = [get_aval(x) for x in args_flat]

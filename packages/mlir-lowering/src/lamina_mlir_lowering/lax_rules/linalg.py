@@ -74,7 +74,7 @@ def _ffi_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
               operand_avals: Sequence[tuple[ShapedArray, bool]],
               result_avals: Sequence[tuple[ShapedArray, bool]],
               aliases: dict[int, int], num_batch_dims: int,
-              **attrs: ir.Attribute) -> list[Value]:
+              **attrs: Any) -> list[Value]:
     """A LAPACK FFI custom call; ``*_avals`` pair each aval with whether it is
     a matrix (column-major layout); ``aliases`` maps operand to result."""
     return ffi_call(ctx, target, operands, [a for a, _ in result_avals],
