@@ -27,6 +27,10 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_linear_util.debug_info import TracingDebugInfo
+from lamina_linear_util.linear_util import wrap_init
+from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.dtypes import float0
 from lamina_tracing_core.effects import has_ordered_effects
@@ -53,7 +57,7 @@ from lamina_mlir_lowering.types import TypeCache, Value, ir_constant, type_cache
 
 __all__ = [
     "LoweringResult", "lower_jaxpr_to_module", "jaxpr_subcomp", "lower_sub_jaxpr",
-    "call_jaxpr", "make_call_rule", "sanitize_module_name", "SHARDING_FORMATS",
+    "call_jaxpr", "make_call_rule", "lower_fun", "sanitize_module_name", "SHARDING_FORMATS",
     "PLATFORM_INDEX_NAME", "TOKEN_AVAL",
 ]
 
@@ -223,7 +227,7 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Value],
                 except Exception as e:
                     raise _rule_failed(ctx, e) from e
                 if type(outs) is not list and not isinstance(outs, (list, tuple)):
-                    raise _not_a_sequence(ctx, outs)
+                    outs = _as_value_list(ctx, outs)
             else:
                 outs = _apply_rules(ctx, resolved[1], operands, eqn.params)
         if len(outs) != len(outvars):
@@ -257,8 +261,16 @@ def _call_rule(ctx: LoweringRuleContext, rule: LoweringRule, operands: list[Valu
     except Exception as e:
         raise _rule_failed(ctx, e) from e
     if not isinstance(outs, (list, tuple)):
-        raise _not_a_sequence(ctx, outs)
+        return _as_value_list(ctx, outs)
     return outs
+
+
+def _as_value_list(ctx: LoweringRuleContext, outs: Any) -> list[Value]:
+    """A rule's results given as another sequence of values (an operation's
+    ``.results``, an ``OpResultList``) as a list; anything else is an error."""
+    if isinstance(outs, (ir.Value, str, bytes)) or not hasattr(outs, "__len__"):
+        raise _not_a_sequence(ctx, outs)
+    return list(outs)
 
 
 def _rule_failed(ctx: LoweringRuleContext, e: Exception) -> LoweringError:
@@ -342,6 +354,35 @@ def _sub_name_stack(ctx: LoweringRuleContext, name: str) -> str:
     if name:
         parts.append(name)
     return "/".join(parts)
+
+
+def lower_fun(fun: Callable[..., Any], multiple_results: bool = True) -> LoweringRule:
+    """A lowering rule written as a function of the equation's operands.
+
+    ``fun(*operands, **params)`` is written with lax/numpy operations (it
+    returns a sequence of results when ``multiple_results``, else one). The
+    rule traces it at the equation's input avals and inlines the result at
+    the equation, so the ops it emits carry the equation's source location
+    and name path (``jit(f)/my_prim/...``) like the equation itself."""
+    def rule(ctx: LoweringRuleContext, *args: Value, **params: Any) -> list[Value]:
+        def flat(*xs: Any) -> list[Any]:
+            out = fun(*xs, **params)
+            return list(out) if multiple_results else [out]
+
+        name = getattr(fun, "__name__", "lower_fun")
+        frame = ctx.source_info.frame if ctx.source_info is not None else None
+        previous = _si.set_frame_override(frame)
+        try:
+            jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(
+                wrap_init(flat, debug_info=TracingDebugInfo(
+                    "lower_fun", name, tuple(None for _ in args), None)),
+                ctx.avals_in)
+        finally:
+            _si.set_frame_override(previous)
+        return lower_sub_jaxpr(ctx, ClosedJaxpr(jaxpr, consts), args)
+
+    rule.__name__ = f"lower_fun[{getattr(fun, '__name__', 'fun')}]"
+    return rule
 
 
 # --- private functions and calls ----------------------------------------------
