@@ -13,6 +13,7 @@ import collections
 import gc
 import hashlib
 import io
+import logging
 import sys
 import threading
 import time
@@ -31,11 +32,13 @@ from lamina_interpreters_pxla._jaxlib import (
 )
 from lamina_interpreters_pxla import persistent_cache
 from lamina_interpreters_pxla.backends import device_list
+from lamina_mlir_lowering.serialization import parse_module
 from lamina_tracing_core.avals import ShapedArray
 
 __all__ = [
-    "BuildOptions", "CompileError", "clear_compile_cache", "compile_module", "compile_stats",
-    "make_compile_options", "module_bytecode", "module_fingerprint", "result_handler",
+    "BuildOptions", "CompileError", "clear_compile_cache", "compile_log", "compile_module",
+    "compile_stats", "log_compilation", "make_compile_options", "module_bytecode",
+    "module_fingerprint", "result_handler",
 ]
 
 
@@ -120,14 +123,21 @@ def _check_devices(devices: Sequence[Device], options: BuildOptions, name: str) 
 
 def compile_module(module: Any, devices: Sequence[Device],
                    options: BuildOptions = BuildOptions(), *, name: str = "module",
-                   fingerprint: str | None = None, persistent: bool = True) -> LoadedExecutable:
+                   fingerprint: str | None = None, persistent: bool = True,
+                   host_callbacks: Sequence[Any] = ()) -> LoadedExecutable:
     """Compiles ``module`` for ``devices`` (the device assignment, replica-major),
     reusing an earlier compilation of the same module, options and devices: in
     this process, or from the persistent cache when a cache directory is set
     (:mod:`~lamina_interpreters_pxla.persistent_cache`; ``persistent=False``
-    keeps this compilation off the disk)."""
+    keeps this compilation off the disk).
+    ``host_callbacks`` are the Python functions the module's callback custom
+    calls run (``LoweringResult.host_callbacks``); a module with callbacks is
+    compiled for them alone (its text does not say which functions they are),
+    and never from or to the disk."""
     devices = list(devices)
     _check_devices(devices, options, name)
+    if host_callbacks:
+        return _compile_with_callbacks(module, devices, options, name, host_callbacks)
     if fingerprint is None and not isinstance(module, (str, bytes)):
         module = module_bytecode(module)  # serialized once: hashed, then compiled
     key = (fingerprint or module_fingerprint(module), options, tuple(d.id for d in devices),
@@ -182,6 +192,20 @@ def _compile_through_disk(module: str | bytes, devices: list[Device], options: B
     return loaded
 
 
+def _compile_with_callbacks(module: Any, devices: list[Device], options: BuildOptions,
+                            name: str, host_callbacks: Sequence[Any]) -> LoadedExecutable:
+    if isinstance(module, (str, bytes)):
+        module = parse_module(module)  # jaxlib takes host callbacks with an ir.Module only
+    compile_stats["misses"] += 1
+    compile_stats["xla_compiles"] += 1
+    try:
+        return devices[0].client.compile_and_load(
+            module, device_list(devices), make_compile_options(options, devices),
+            host_callbacks=list(host_callbacks))
+    except JaxRuntimeError as e:
+        raise CompileError(f"XLA could not compile {name}: {e}") from e
+
+
 def _refs_when_only_cached() -> int:
     """What ``sys.getrefcount`` reports, inside :func:`_drop_unreferenced`'s
     loop, for a value that nothing but the cache holds."""
@@ -229,6 +253,34 @@ def module_bytecode(module: Any) -> bytes:
 def clear_compile_cache() -> None:
     with _compile_lock:
         _compile_cache.clear()
+
+
+# --- logging compilations ------------------------------------------------------------
+class CompileLog:
+    """``log_compiles``: when ``enabled``, every compilation of a jitted
+    function, a pmap or an eager primitive is logged at WARNING level on the
+    ``lamina.compiles`` logger, with the function's name, its argument
+    signature by path and the time it took."""
+
+    __slots__ = ("enabled", "logger")
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.logger = logging.getLogger("lamina.compiles")
+
+
+compile_log = CompileLog()
+
+
+def log_compilation(fun: str, arg_names: Sequence[str | None],
+                    in_avals: Sequence[ShapedArray], seconds: float) -> None:
+    """``Finished XLA compilation of jit(f) in 3.1 ms; arguments: x: f32[3], ...``."""
+    if not compile_log.enabled:
+        return
+    signature = ", ".join(f"{name or f'args[{i}]'}: {aval.str_short()}"
+                          for i, (name, aval) in enumerate(zip(arg_names, in_avals)))
+    compile_log.logger.warning("Finished XLA compilation of %s in %.2f ms; arguments: %s",
+                               fun, seconds * 1e3, signature or "(none)")
 
 
 # --- results ---------------------------------------------------------------------

@@ -30,6 +30,7 @@ from typing import Any, cast
 from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.caches import clear_caches as clear_runtime_caches
 from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import core
@@ -146,7 +147,9 @@ class Jitted:
             # jaxlib's C++ function flattened the arguments first: a tree too
             # deep to flatten reaches here as a pending RecursionError
             raise too_deep_arguments(e, self._desc(), self._info.fun, args, kwargs) from None
-        if entry is None or entry.donated_kept:  # donations are recorded in Python
+        if (entry is None or entry.donated_kept or entry.executable.has_effects
+                or _float_checks.any):
+            # donations, effects (tokens, callback errors) and NaN checks are Python's
             return out, None, False
         kept = range(entry.n) if entry.kept is None else entry.kept
         return out, fastpath(entry.loaded, leaves, entry.shardings, kept, out), False
@@ -471,3 +474,6 @@ def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     ``eval_shape(f, x)`` followed by ``jit(f)(x)`` traces ``f`` once."""
     return _plain_jitted(fun).eval_shape(*args, **kwargs)
 
+
+
+tc_api.set_eager_compiler(lambda fun, static_argnums: jit(fun, static_argnums=static_argnums))

@@ -32,7 +32,7 @@ from typing import Any
 from lamina_interpreters_pxla.sharding import get_current_mesh
 from lamina_linear_util.cache import cache
 from lamina_linear_util.linear_util import WrappedFun
-from lamina_tracing_core import core, dtypes
+from lamina_tracing_core import core, dtypes, trace_settings
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr
@@ -91,7 +91,7 @@ def tracing_context() -> Hashable:
     axes = tuple((n, core.axis_size(n)) for n in names) if names else ()
     extra = tuple(part() for part in _context_parts)
     return (dtypes.x64_enabled(), axes, get_current_mesh(), extra,
-            include_full_tracebacks_in_locations())
+            include_full_tracebacks_in_locations(), trace_settings.state.key)
 
 
 #: how many functions jit traced in this process (tests of the caches read it)
