@@ -114,3 +114,22 @@ def test_every_kind_of_program_loads_from_disk(cache_dir: Path, kind: str,
     compiles, first, second = _compiles_after_restart(run)
     assert compiles == 0
     np.testing.assert_array_equal(first, second)
+
+
+def test_the_jax_style_controls(tmp_path: Path) -> None:
+    from lamina.experimental.compilation_cache import compilation_cache as cc
+
+    saved = dict(persistent_cache.cache_config.values)
+    try:
+        cc.set_cache_dir(str(tmp_path))
+        assert lx.config.read("jax_compilation_cache_dir") == str(tmp_path)
+        assert not cc.is_initialized()
+        lx.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        lx.jit(lambda v: v * 3.0 - 1.0)(np.float32(2.0))
+        assert cc.is_initialized() and list(tmp_path.glob("*.lamina-xc"))
+        cc.reset_cache()
+        assert not cc.is_initialized()
+        assert lx.compilation_cache.reset_cache is cc.reset_cache
+    finally:
+        persistent_cache.cache_config.values.update(saved)
+        persistent_cache.reset_cache()
