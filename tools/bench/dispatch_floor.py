@@ -8,11 +8,13 @@ returning jaxlib ``ArrayImpl``s, which is what JAX's own cached path does.
 The difference is what lamina's ``Array`` wrapper costs on that path (one
 pytree node per argument, one Python call per result, and the Python
 ``block_until_ready`` method), separated from every other difference between
-the two libraries.
+the two libraries. Times are this process's CPU time (best of rounds), which
+other processes on a shared machine disturb less than wall time.
 """
 
 from __future__ import annotations
 
+import time
 import timeit
 from collections.abc import Callable
 from typing import Any
@@ -77,8 +79,8 @@ def main() -> None:
     best = dict.fromkeys(timed, float("inf"))
     for _ in range(ROUNDS):
         for name, call in timed.items():
-            best[name] = min(best[name],
-                             min(timeit.repeat(call, number=NUMBER, repeat=3)) / NUMBER)
+            best[name] = min(best[name], min(timeit.repeat(
+                call, number=NUMBER, repeat=3, timer=time.process_time)) / NUMBER)
     for name in timed:
         if name.endswith("lamina") or name.endswith("lamina, no wait"):
             twin = name.replace("lamina", "twin")
