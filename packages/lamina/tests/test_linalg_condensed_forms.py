@@ -158,6 +158,19 @@ def test_gpu_targets_from_this_host(platform, solver, short):
     assert calls == ["cusolver_syrk_ffi", "cu_cholesky_update_ffi"]
 
 
+def test_tpu_custom_calls_as_jax_emits_them():
+    sq = np.ones((2, 4, 4), np.float32)
+    text, calls = _custom_calls(
+        lambda a: (L.lu(a), L.qr(a, full_matrices=False), L.eigh(a),
+                   L.eigh(a, lower=False, sort_eigenvalues=False), L.cholesky(a)),
+        sq, platform="tpu")
+    assert calls == ["LuDecomposition", "Qr", "ProductOfElementaryHouseholderReflectors", "Eigh",
+                     "Eigh"]
+    assert "@LuDecomposition(%arg0) {api_version = 2 : i32" in text
+    assert 'backend_config = "1,1,100,1e-6"' in text and 'backend_config = "0,0,100,1e-6"' in text
+    assert "stablehlo.cholesky" in text
+
+
 def test_tpu_lowers_the_traced_forms():
     sq, d, b = np.ones((4, 4), np.float32), np.ones(4, np.float32), np.ones((4, 2), np.float32)
     text, calls = _custom_calls(
