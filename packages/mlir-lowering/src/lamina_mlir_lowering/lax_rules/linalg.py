@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
-from jaxlib import xla_client
 from jaxlib.cpu import _lapack  # type: ignore[attr-defined]  # no stubs
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -49,6 +48,7 @@ from lamina_tracing_core.control_flow import fori_loop, scan
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 from lamina_tracing_core.lax import linalg as la
 
+from lamina_mlir_lowering.custom_call import ensure_lapack_targets, ffi_call
 from lamina_mlir_lowering.hlo_helpers import compare, full_like
 from lamina_mlir_lowering.lowering import lower_sub_jaxpr
 from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
@@ -59,30 +59,14 @@ __all__: list[str] = []
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
 
-_lapack_ready = False
-
-
-def _register_lapack() -> None:
-    """Binds jaxlib's LAPACK kernels to SciPy's LAPACK and registers them as
-    CPU custom-call targets (typed FFI for the ``*_ffi`` names)."""
-    _lapack.initialize()
-    for name, fn in _lapack.registrations().items():
-        ffi = name.endswith("_ffi")
-        xla_client.register_custom_call_target(name, fn, platform="cpu", api_version=int(ffi))
-        if ffi:
-            xla_client.register_custom_call_as_batch_partitionable(name)
-
 
 def _target(ctx: LoweringRuleContext, base: str, dtype: np.dtype[Any]) -> str:
     """``lapack_<prefix><base>_ffi`` for ``dtype``, with jaxlib's LAPACK bound
     to SciPy's on first use."""
-    global _lapack_ready
     prefix = _PREFIX.get(np.dtype(dtype))
     if prefix is None:
         raise ctx.error(f"LAPACK has no {base} for dtype {dtype}")
-    if not _lapack_ready:
-        _register_lapack()
-        _lapack_ready = True
+    ensure_lapack_targets()
     return f"lapack_{prefix}{base}_ffi"
 
 
@@ -94,14 +78,6 @@ def _layout(aval: ShapedArray, matrix: bool) -> tuple[int, ...]:
     return tuple(range(nd - 1, -1, -1))
 
 
-def _layouts_attr(layouts: Sequence[tuple[int, ...]]) -> ir.ArrayAttr:
-    index = ir.IndexType.get()
-    return ir.ArrayAttr.get([
-        ir.DenseIntElementsAttr.get(cast(Any, np.array(lay, np.int64).reshape(len(lay))),
-                                    type=index)
-        for lay in layouts])
-
-
 def _u8(value: str) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(value))
 
@@ -110,34 +86,16 @@ def _ffi_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
               operand_avals: Sequence[tuple[ShapedArray, bool]],
               result_avals: Sequence[tuple[ShapedArray, bool]],
               aliases: dict[int, int], num_batch_dims: int | None,
-              **attrs: ir.Attribute) -> list[Value]:
+              **attrs: Any) -> list[Value]:
     """A LAPACK FFI custom call; ``*_avals`` pair each aval with whether it is
     a matrix (column-major layout); ``aliases`` maps operand to result;
     ``num_batch_dims`` (a frontend attribute, so XLA may partition the
     batch) is left out where it is None."""
-    types = ctx.module_context.types
-    result_types = [types.tensor(a) for a, _ in result_avals]
-    multi = len(result_types) > 1
-    attributes: dict[str, ir.Attribute] = {
-        "call_target_name": ir.StringAttr.get(target),
-        "has_side_effect": ir.BoolAttr.get(False),
-        "backend_config": ir.StringAttr.get(""),
-        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
-        "called_computations": ir.ArrayAttr.get([]),
-        "operand_layouts": _layouts_attr([_layout(a, m) for a, m in operand_avals]),
-        "result_layouts": _layouts_attr([_layout(a, m) for a, m in result_avals]),
-        "output_operand_aliases": ir.ArrayAttr.get([
-            hlo.OutputOperandAlias.get(output_tuple_indices=[out] if multi else [],
-                                       operand_index=inp, operand_tuple_indices=[])
-            for inp, out in aliases.items()]),
-    }
-    op = hlo.CustomCallOp.build_generic(results=result_types, operands=list(operands),
-                                        attributes=attributes)
-    op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(attrs)
-    if num_batch_dims is not None:
-        op.operation.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
-            {"num_batch_dims": ir.StringAttr.get(str(num_batch_dims))})
-    return list(op.results)
+    frontend = None if num_batch_dims is None else {"num_batch_dims": str(num_batch_dims)}
+    return ffi_call(ctx, target, operands, [a for a, _ in result_avals],
+                    operand_layouts=[_layout(a, m) for a, m in operand_avals],
+                    result_layouts=[_layout(a, m) for a, m in result_avals],
+                    operand_output_aliases=aliases, frontend_attributes=frontend, **attrs)
 
 
 def _nan_unless(ctx: LoweringRuleContext, ok: Value, x: Value, aval: ShapedArray,
