@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 
 AREA_MODULES = (".pytrees", ".tracing", ".lowering", ".dispatch", ".steps", ".imports",
-                ".retention", ".scipy_random")
+                ".retention", ".callbacks", ".warm_start", ".scipy_random")
 
 
 def load_all() -> None:
