@@ -287,3 +287,17 @@ def test_inspect_array_sharding_inside_jit(devices8) -> None:
     seen.clear()
     lx.jit(lambda v: (lx.debug.inspect_array_sharding(v, callback=seen.append), v)[1])(1.0)
     assert len(seen) == 1 and seen[0].num_devices == 1
+
+
+def test_ordered_effects_with_donation_and_aot(capfd) -> None:
+    def f(x):
+        lx.debug.print("aot {}", x, ordered=True)
+        return x * 2
+
+    compiled = lx.jit(f).trace(1.0).lower().compile()
+    assert float(compiled(3.0)) == 6.0
+    x = jnp.arange(3.0)
+    out = lx.jit(f, donate_argnums=0)(x)  # the alias skips the token result
+    np.testing.assert_allclose(np.asarray(out), [0.0, 2.0, 4.0])
+    assert x.is_deleted()
+    assert _lines(capfd) == ["aot 3.0", "aot [0. 1. 2.]"]

@@ -769,7 +769,8 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
         if sharding is not None:
             entries[sharding[0]] = sharding[1]
         if alias is not None:
-            entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, alias)
+            # results are numbered after the ordered-effects token, if any
+            entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, alias + len(token_types))
         elif d:
             entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
         arg_attrs.append(ir.DictAttr.get(entries))
