@@ -137,6 +137,7 @@ def compile_module(module: Any, devices: Sequence[Device],
     devices = list(devices)
     _check_devices(devices, options, name)
     _last_source.from_disk = False
+    _compiling.devices = devices  # for sharding inspectors the partitioner calls
     if host_callbacks:
         return _compile_with_callbacks(module, devices, options, name, host_callbacks)
     if fingerprint is None and not isinstance(module, (str, bytes)):
@@ -192,6 +193,20 @@ def _compile_through_disk(module: str | bytes, devices: list[Device], options: B
     if disk is not None:
         disk.store(key, name, loaded, time.perf_counter() - start)
     return loaded
+
+
+class _Compiling:
+    # not thread-local: XLA runs the partitioner (which calls the inspectors)
+    # on threads of its own
+    devices: list[Device] | None = None
+
+
+_compiling = _Compiling()
+
+
+def compiling_devices() -> list[Device] | None:
+    """The devices of the module being compiled (or compiled last)."""
+    return _compiling.devices
 
 
 def _compile_with_callbacks(module: Any, devices: list[Device], options: BuildOptions,

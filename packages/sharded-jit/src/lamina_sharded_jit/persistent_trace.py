@@ -679,6 +679,8 @@ def _trace_and_store(path: str, info: JitInfo, traced_call: TracedCall
         program = lowered_program_of(params.jaxpr, fast.executable)
         if program is None:
             raise NotCacheable("its lowered program is no longer cached")
+        if program.lowering.host_callbacks or program.lowering.has_token:
+            raise NotCacheable("it calls back into Python (its callbacks live in this process)")
         entry = _entry(program, params.out_tree, _manifest(ran, params.jaxpr.jaxpr))
         blob = pickle.dumps(entry)
     except NotCacheable as e:
