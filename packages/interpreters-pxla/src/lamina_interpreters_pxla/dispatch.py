@@ -467,7 +467,8 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
         f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
         num_partitions=n)
     options = BuildOptions(num_partitions=n)
-    loaded = compile_module(lowering.module, devices, options, name=f"jit_{prim.name}")
+    loaded = compile_module(lowering.module, devices, options, name=f"jit_{prim.name}",
+                            host_callbacks=lowering.host_callbacks)
     out_shardings = _output_shardings(loaded, devices, out_avals, placement)
     return Executable(loaded, name=prim.name, in_avals=in_avals, out_avals=out_avals,
                       in_shardings=placement.in_shardings, out_shardings=out_shardings,

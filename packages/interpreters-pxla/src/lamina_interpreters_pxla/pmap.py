@@ -242,7 +242,7 @@ class PmapFunction:
             if named is None:
                 raise
             raise named from None
-        if exe is None or exe._select is not None:
+        if exe is None or exe._select is not None or exe.has_effects:
             return out, None, False
         return out, fastpath(exe.loaded, flat, exe.in_shardings, exe.kept_var_idx, out), False
 

@@ -55,7 +55,7 @@ from lamina_mlir_lowering import LoweringResult, ReplicaAxisContext, lower_jaxpr
 from lamina_tracing_core import core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
-from lamina_tracing_core.effects import NamedAxisEffect
+from lamina_tracing_core.effects import NamedAxisEffect, has_ordered_effects, ordered_effects
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from lamina_tracing_core.lax import structural
 
@@ -230,6 +230,11 @@ def lower_pmap(traced: TracedPmap, platforms: Sequence[str]) -> LoweringResult:
     them); the dead equations go."""
     params = traced.params
     jaxpr = _without_dead_equations(traced.jaxpr.jaxpr)
+    if has_ordered_effects(jaxpr.effects):
+        # JAX's wording; each replica's callbacks run on its own device thread
+        raise ValueError(f"Ordered effects not supported in `pmap` (pmap({params.name}) has "
+                         f"{', '.join(str(e) for e in ordered_effects(jaxpr.effects))}); "
+                         "use ordered=False")
     total = traced.num_replicas
     lowering = lower_jaxpr_to_module(
         module_name(params.name), ClosedJaxpr(jaxpr, traced.jaxpr.consts),
@@ -390,7 +395,7 @@ def compile_pmap(traced: TracedPmap, lowering: LoweringResult,
     params = traced.params
     loaded = compile_module(lowering.module, devices,
                             BuildOptions(num_replicas=traced.num_replicas, use_shardy=False),
-                            name=lowering.module_name)
+                            name=lowering.module_name, host_callbacks=lowering.host_callbacks)
     # ``axis_size`` is the share of the mapped axis the caller passes: all of
     # it (the arrays span every replica), or this process's entries when the
     # axis spans several processes (the arrays live on this process's devices).

@@ -95,6 +95,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "flatten_util": ("lamina.flatten_util", None),
     "test_util": ("lamina.test_util", None),
     "experimental": ("lamina.experimental", None),
+    "compilation_cache": ("lamina.compilation_cache", None),
+    "debug": ("lamina.debug", None),
+    "pure_callback": ("lamina.callbacks", "pure_callback"),
+    "effects_barrier": ("lamina_interpreters_pxla.effects_runtime", "effects_barrier"),
 }
 
 #: attributes that must not pull in the runtime: ``lamina.distributed.launch``

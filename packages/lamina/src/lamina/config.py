@@ -17,16 +17,23 @@ validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
+compilation_cache_dir     LAMINA_COMPILATION_CACHE_DIR      runtime persistent_cache
 ========================  ================================  ====================
+
+The persistent compilation cache's other settings (JAX's names, with and
+without the ``jax_`` prefix) are listed in
+``lamina_interpreters_pxla.persistent_cache``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from lamina_interpreters_pxla.config import config as runtime_config
+from lamina_interpreters_pxla.persistent_cache import cache_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
 from lamina_tracing_core import dtypes, source_info
@@ -76,6 +83,9 @@ _SETTINGS: dict[str, _Setting] = {
         source_info.include_full_tracebacks_in_locations,
         lambda v: source_info.set_include_full_tracebacks_in_locations(bool(v))),
 }
+_SETTINGS.update({name: _Setting(functools.partial(cache_config.read, name),
+                                 functools.partial(cache_config.update, name))
+                  for name in cache_config.names()})
 
 #: JAX's flag names for the same settings.
 _ALIASES = {
@@ -83,6 +93,7 @@ _ALIASES = {
     "jax_num_cpu_devices": "num_cpu_devices", "jax_explain_cache_misses": "explain_cache_misses",
     "jax_disable_jit": "disable_jit",
     "jax_include_full_tracebacks_in_locations": "include_full_tracebacks_in_locations",
+    **{f"jax_{name}": name for name in cache_config.names()},
 }
 
 

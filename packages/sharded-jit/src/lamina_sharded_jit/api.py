@@ -142,7 +142,8 @@ class Jitted:
             # jaxlib's C++ function flattened the arguments first: a tree too
             # deep to flatten reaches here as a pending RecursionError
             raise too_deep_arguments(e, self._desc(), self._info.fun, args, kwargs) from None
-        if entry is None or entry.donated_kept:  # donations are recorded in Python
+        if entry is None or entry.donated_kept or entry.executable.has_effects:
+            # donations and effects (tokens, callback errors) are handled in Python
             return out, None, False
         kept = range(entry.n) if entry.kept is None else entry.kept
         return out, fastpath(entry.loaded, leaves, entry.shardings, kept, out), False

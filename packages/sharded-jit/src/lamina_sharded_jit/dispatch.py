@@ -143,6 +143,12 @@ class FastEntry:
         and wraps the results; :data:`MISS` if the execution fails."""
         if self.kept is not None:
             impls = [impls[i] for i in self.kept]
+        if self.executable.has_effects:
+            # tokens and callback errors; a failure must not run the program again
+            outs = self.executable.execute(impls)
+            if self.single_out:
+                return Array(outs[0])
+            return self.out_tree.unflatten([Array(o) for o in outs])
         try:
             # another thread may delete or donate an argument meanwhile
             buffer_use.using(impls, str, self.donated_mask)

@@ -307,7 +307,8 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
     explain_miss("compilation", program.lowering.module_name,
                  ["a new lowered module (see the lowering miss)"])
     loaded = compile_module(program.lowering.module, devices, options,
-                            name=program.lowering.module_name)
+                            name=program.lowering.module_name,
+                            host_callbacks=program.lowering.host_callbacks)
     log_cost("compiling", program.lowering.module_name, time.perf_counter() - start)
     stats["compilations"] += 1
     in_sh = _concrete_in_shardings(program, loaded)
@@ -333,6 +334,8 @@ def _concrete_in_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
         single = single_device_sharding(devices[0])
         return [single if is_unspecified(s) else s for s in program.in_shardings]
     chosen = loaded.get_parameter_shardings()
+    if chosen is not None and program.lowering.has_token:
+        chosen = chosen[1:]  # the ordered-effects token comes first
     kept = program.lowering.kept_var_idx
     from_xla: dict[int, Any] = {}
     if chosen is not None:
@@ -362,6 +365,8 @@ def _concrete_out_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
         return [single if is_unspecified(s) or isinstance(s, SingleDeviceSharding) else s
                 for s in program.out_shardings]
     chosen = loaded.get_output_shardings()
+    if chosen is not None and program.lowering.has_token:
+        chosen = chosen[1:]  # the ordered-effects token comes first
     out = []
     for i, (s, aval) in enumerate(zip(program.out_shardings, program.out_avals)):
         if not is_unspecified(s):
