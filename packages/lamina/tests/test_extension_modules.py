@@ -199,3 +199,11 @@ def test_signatures_follow_jax() -> None:
         "jaxpr", "used_outputs", "instantiate"]
     assert list(inspect.signature(batching.bdim_at_front).parameters) == [
         "x", "bdim", "size", "mesh_axis"]
+
+
+def test_one_shape_dtype_struct_class() -> None:
+    """equinox checks ``type(jax.eval_shape(f, x)) is jax.ShapeDtypeStruct``."""
+    out = lx.eval_shape(lambda x: x * 2, np.ones(3, np.int32))
+    assert type(out) is lx.ShapeDtypeStruct and out.shape == (3,)
+    _, shape = lx.make_jaxpr(lambda x: x, return_shape=True)(np.float32(1))
+    assert type(shape) is lx.ShapeDtypeStruct

@@ -26,7 +26,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "hessian": ("lamina_tracing_core.api", "hessian"),
     "make_jaxpr": ("lamina_sharded_jit.api", "make_jaxpr"),
     "clear_caches": ("lamina_sharded_jit.api", "clear_caches"),
-    "ShapeDtypeStruct": ("lamina_tracing_core.api", "ShapeDtypeStruct"),
+    # the one with .sharding, which eval_shape, make_jaxpr and the stages return
+    "ShapeDtypeStruct": ("lamina_sharded_jit.api", "ShapeDtypeStruct"),
     "typeof": ("lamina_tracing_core.avals", "get_aval"),  # JAX's name for value -> aval
     "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
     "remat": ("lamina_tracing_core.checkpoint", "remat"),
