@@ -90,7 +90,7 @@ __all__ = [
     "Trace", "Tracer", "UnboundAxisNameError", "UnexpectedTracerError", "Var",
     "abstract_eval_cached", "axis_frame", "bind", "cacheable_abstract_evals",
     "check_eager_inputs", "check_jaxpr", "concrete_or_error", "config", "eqn_effects",
-    "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
+    "eval_context", "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
     "impls_checking_inputs", "invalid_output_error", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
     "new_main", "staging", "staging_hooks", "tracing_debug_info_of", "unmapped_aval",
     "wrapped_fun_of_jaxpr",
@@ -310,6 +310,29 @@ def new_base_main(trace_type: type[Trace], *, transform: str | None = None,
         state.stack[0], state.dynamic = previous_base, previous_dynamic
         main.alive = False
         if staging_hooks:
+            _notify_staging(previous_dynamic)
+
+
+@contextmanager
+def eval_context() -> Iterator[None]:
+    """Inside the block, operations whose operands are all concrete values run
+    at once (the eval trace is the dynamic trace again), even while a
+    staging trace (jit, make_jaxpr) is active; operations on tracers still
+    go to their transformations. JAX's ``ensure_compile_time_eval``: code
+    under jit can compute a constant, or branch on one, without staging it."""
+    state = _state
+    base = state.stack[0]
+    if base.trace_type is not EvalTrace:  # under a final-style (pmap) trace of the base
+        base = MainTrace(0, EvalTrace, "eval", None, {})
+    previous_dynamic = state.dynamic
+    state.dynamic = base
+    if staging_hooks and previous_dynamic is not base:
+        _notify_staging(base)
+    try:
+        yield
+    finally:
+        state.dynamic = previous_dynamic
+        if staging_hooks and previous_dynamic is not base:
             _notify_staging(previous_dynamic)
 
 
