@@ -164,8 +164,6 @@ def _check_axes_spec(what: str, spec: Any) -> None:
         if leaf is not None and type(leaf) is not int:
             raise TypeError(f"pmap {what} must be an int, None, or (nested) container with "
                             f"those types as leaves, but got {spec}.")
-        if what == "out_axes" and leaf is not None and leaf < 0:
-            raise ValueError(f"pmap out_axes entries must be non-negative, but got {spec}.")
 
 
 @dataclass
