@@ -26,16 +26,17 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "hessian": ("lamina_tracing_core.api", "hessian"),
     "make_jaxpr": ("lamina_sharded_jit.api", "make_jaxpr"),
     "clear_caches": ("lamina_sharded_jit.api", "clear_caches"),
-    "ShapeDtypeStruct": ("lamina_tracing_core.api", "ShapeDtypeStruct"),
+    # the one with .sharding, which eval_shape, make_jaxpr and the stages return
+    "ShapeDtypeStruct": ("lamina_sharded_jit.api", "ShapeDtypeStruct"),
     "typeof": ("lamina_tracing_core.avals", "get_aval"),  # JAX's name for value -> aval
     "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
+    "ensure_compile_time_eval": ("lamina_tracing_core.core", "eval_context"),
     "remat": ("lamina_tracing_core.checkpoint", "remat"),
     "checkpoint_policies": ("lamina_tracing_core.checkpoint", "checkpoint_policies"),
     "custom_jvp": ("lamina_tracing_core.custom_derivatives", "custom_jvp"),
     "custom_vjp": ("lamina_tracing_core.custom_derivatives", "custom_vjp"),
     "named_call": ("lamina.api_extras", "named_call"),
     "named_scope": ("lamina.api_extras", "named_scope"),
-    "ensure_compile_time_eval": ("lamina.api_extras", "ensure_compile_time_eval"),
     "jacobian": ("lamina_tracing_core.api", "jacrev"),  # JAX's jacobian is reverse mode
     "linear_transpose": ("lamina.transforms", "linear_transpose"),
     "custom_gradient": ("lamina.custom_derivatives", "custom_gradient"),
@@ -104,6 +105,11 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "flatten_util": ("lamina.flatten_util", None),
     "test_util": ("lamina.test_util", None),
     "experimental": ("lamina.experimental", None),
+    "compilation_cache": ("lamina.compilation_cache", None),
+    "debug": ("lamina.debug", None),
+    "pure_callback": ("lamina.callbacks", "pure_callback"),
+    "effects_barrier": ("lamina_interpreters_pxla.effects_runtime", "effects_barrier"),
+    "clear_persistent_caches": ("lamina_sharded_jit.persistent_trace", "clear_persistent_caches"),
 }
 
 #: attributes that must not pull in the runtime: ``lamina.distributed.launch``

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from lamina_interpreters_pxla import backends, buffer_use
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, record_donation
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.transfer import shard_args
 from lamina_tracing_core import core, dtypes, trace_settings
@@ -108,6 +109,8 @@ class FastEntry:
         # and committed flag are the very objects recorded (identity checks).
         # A deleted array makes the execution fail, and the full path (taken on
         # MISS) then names it.
+        if _float_checks.any:
+            return MISS  # the full path checks the results
         if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
                 or self.default_device is not _default_device.device or _custom_layouts):
             return self._run_checked(leaves)
@@ -150,6 +153,12 @@ class FastEntry:
         and wraps the results; :data:`MISS` if the execution fails."""
         if self.kept is not None:
             impls = [impls[i] for i in self.kept]
+        if self.executable.has_effects:
+            # tokens and callback errors; a failure must not run the program again
+            outs = self.executable.execute(impls)
+            if self.single_out:
+                return Array(outs[0])
+            return self.out_tree.unflatten([Array(o) for o in outs])
         try:
             # another thread may delete or donate an argument meanwhile
             buffer_use.using(impls, str, self.donated_mask)

@@ -94,9 +94,14 @@ def tracing_context() -> Hashable:
             include_full_tracebacks_in_locations(), trace_settings.state.key)
 
 
+#: how many functions jit traced in this process (tests of the caches read it)
+trace_stats = {"traces": 0}
+
+
 def _trace(fun: WrappedFun, in_shardings: tuple[Any, ...]) -> TraceResult:
     """The cached function (runs on a miss only)."""
     del in_shardings  # part of the key: a call with other shardings is another signature
+    trace_stats["traces"] += 1
     in_avals = list(fun.in_type or ())
     start = time.perf_counter()
     fresh, _mode.fresh = _mode.fresh, False  # only the outermost trace starts afresh

@@ -73,6 +73,13 @@ class ShapedArray:
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
+    def to_tangent_aval(self) -> ShapedArray:
+        """The aval of this value's tangents: itself when inexact (weak type
+        included, as in JAX), a ``float0`` array for integer and boolean values."""
+        if dtypes.is_inexact(self.dtype) or self.dtype == dtypes.float0:
+            return self
+        return ShapedArray(self.shape, dtypes.float0, False)
+
     def str_short(self) -> str:
         """``f32[3,4]``, the form jaxprs print."""
         return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"

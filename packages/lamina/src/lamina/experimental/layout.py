@@ -1,10 +1,11 @@
-"""``lamina.experimental.layout``: array layouts (``jax.experimental.layout``).
+"""``lamina.experimental.layout``: memory layouts of device buffers (JAX's
+``jax.experimental.layout``): ``Layout(major_to_minor, tiling=None)`` and
+``Format(layout, sharding)``, the objects ``device_put`` accepts, from
+interpreters-pxla."""
 
-``Layout`` is a device-local memory layout (minor-to-major dimension order and
-tiling) and ``Format`` pairs one with a sharding; ``device_put`` and ``jit``'s
-shardings take a ``Format`` to place data with that layout.
-"""
+from __future__ import annotations
 
-from lamina_interpreters_pxla.layouts import Format, Layout
+from lamina_interpreters_pxla.layouts import Format as Format
+from lamina_interpreters_pxla.layouts import Layout as Layout
 
 __all__ = ["Format", "Layout"]

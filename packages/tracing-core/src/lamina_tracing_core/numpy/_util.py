@@ -27,6 +27,7 @@ from lamina_tracing_core import core, dtypes, lax
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.lax.convert import convert_element_type_internal
+from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
 from lamina_tracing_core.trace_settings import state as _settings
 
 Array = Any
@@ -80,6 +81,10 @@ def operand(fun: str, x: Any, name: str = "x") -> ArrayLike:
         return operand(fun, x.__jax_array__(), name)
     if has_no_value(x):  # traces like an array; running it is the dispatch's error
         return x
+    if isinstance(x, PRNGKeyArray):
+        raise TypeError(f"{qualified(fun)}: argument {name} is a typed PRNG key array "
+                        f"(dtype {x.dtype}, shape {x.shape}), which this function does not "
+                        "take; lamina.random.key_data(keys) gives its uint32 data")
     raise TypeError(f"{qualified(fun)}: argument {name} must be an array, a scalar or a "
                     f"(nested) list of them, got a value of type {type(x).__name__}")
 

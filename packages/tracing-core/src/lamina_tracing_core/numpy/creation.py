@@ -23,6 +23,7 @@ from lamina_tracing_core.lax.convert import convert_element_type_p
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array
+from lamina_tracing_core.numpy.key_arrays import is_key_array
 
 __all__ = [
     "arange", "array", "asarray", "astype", "copy", "empty", "empty_like", "eye",
@@ -60,6 +61,11 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     Python scalars give weakly typed arrays; lists are strongly typed, with
     the promoted dtype of their elements; ``ndmin`` prepends size-1 axes."""
     _check_order("array", order)
+    if is_key_array(object):
+        if dtype is not None and dtype != object.dtype:
+            raise TypeError(f"lamina.numpy.array: argument object is a key array of dtype "
+                            f"{object.dtype}; it cannot be converted to dtype {dtype}")
+        return object.copy() if copy else object
     dt = _user_dtype("array", dtype)
     if isinstance(object, (list, tuple)):
         dt = dt if dt is not None else _util.nested_dtype("array", object)[0]
