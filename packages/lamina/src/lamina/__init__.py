@@ -72,6 +72,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "jit": ("lamina_sharded_jit", "jit"),
     "eval_shape": ("lamina_sharded_jit", "eval_shape"),
     "disable_jit": ("lamina_sharded_jit", "disable_jit"),
+    "shard_map": ("lamina_sharded_jit.shard_map", "shard_map"),
     # submodules
     "numpy": ("lamina.numpy", None),
     "lax": ("lamina.lax", None),

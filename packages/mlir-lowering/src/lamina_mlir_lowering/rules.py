@@ -34,6 +34,7 @@ from lamina_tracing_core.source_info import SourceInfo
 
 from lamina_mlir_lowering.axis_context import AxisContext
 from lamina_mlir_lowering.locations import LocationCache
+from lamina_mlir_lowering.sharding import MeshShape
 from lamina_mlir_lowering.types import TypeCache, Value
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class ModuleContext:
 
     __slots__ = ("context", "module", "types", "locations", "platforms", "axis_context",
                  "num_replicas", "num_partitions", "sharding_format", "functions",
-                 "_symbols", "keepalive", "_rule_cache")
+                 "_symbols", "keepalive", "_rule_cache", "mesh")
 
     def __init__(self, context: ir.Context, module: ir.Module, *, platforms: tuple[str, ...],
                  axis_context: AxisContext | None, num_replicas: int, num_partitions: int,
@@ -133,6 +134,8 @@ class ModuleContext:
         #: Objects whose identity keys ``functions`` (kept alive so ids stay unique).
         self.keepalive: list[Any] = []
         self._rule_cache: dict[tuple[str, ...], dict[Primitive, ResolvedRules]] = {}
+        #: The module's Shardy mesh (``@mesh``), which manual computations name.
+        self.mesh: MeshShape | None = None
 
     def unique_symbol(self, name: str) -> str:
         """``name``, or ``name_0``, ``name_1``... if already taken in the module."""

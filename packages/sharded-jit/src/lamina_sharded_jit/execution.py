@@ -36,13 +36,19 @@ from lamina_interpreters_pxla.compiler import (
     result_handler,
 )
 from lamina_interpreters_pxla.executable import Executable
-from lamina_interpreters_pxla.sharding import SingleDeviceSharding, single_device_sharding
+from lamina_interpreters_pxla.sharding import (
+    NamedSharding,
+    PartitionSpec,
+    SingleDeviceSharding,
+    single_device_sharding,
+)
 from lamina_linear_util.cache import explain_cache_misses_enabled
 from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
 from lamina_mlir_lowering.lowering import sanitize_module_name
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
+from lamina_tracing_core.shard_map import shard_map_p
 
 from lamina_sharded_jit.arguments import canonical_aval
 from lamina_sharded_jit.explain import explain_miss, log_cost
@@ -133,6 +139,11 @@ def _nested_sources(jaxpr: ClosedJaxpr | Jaxpr) -> tuple[ShardingSource, ...]:
         elif eqn.primitive is sharding_constraint_p:
             out.append(ShardingSource(f"with_sharding_constraint at {eqn.source_info}",
                                       eqn.params["sharding"], eqn.invars[0].aval))
+        elif eqn.primitive is shard_map_p:
+            # The program runs on the shard_map's mesh (in its device order).
+            out.insert(0, ShardingSource(
+                f"the mesh of shard_map({eqn.params['name']}) at {eqn.source_info}",
+                NamedSharding(eqn.params["mesh"], PartitionSpec())))
         for sub in subjaxprs_of_params(eqn.params):
             out.extend(_nested_memo(sub))
     return tuple(out)
@@ -249,12 +260,16 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
     sources += [ShardingSource(label, s, a) for label, s, a in zip(out_labels, out_sh, out_avals)
                 if not is_unspecified(s)]
     nested = _nested_memo(jaxpr)
-    sources += list(nested)
+    meshes = [s for s in nested if s.label.startswith("the mesh of shard_map")]
+    sources = meshes + sources + [s for s in nested if s not in meshes]
     devices = program_devices(name, sources, device)
+    prefer = [s.sharding for s in meshes]
     specs_in, mesh_shape, mesh = lowering_specs(in_sh, in_avals, in_labels, devices,
-                                                extra=[s.sharding for s in nested] + list(out_sh))
+                                                extra=[s.sharding for s in nested] + list(out_sh),
+                                                prefer=prefer)
     specs_out, _, _ = lowering_specs(out_sh, out_avals, out_labels, devices,
-                                     extra=[s.sharding for s in nested] + list(in_sh))
+                                     extra=[s.sharding for s in nested] + list(in_sh),
+                                     prefer=prefer)
     target = platforms if platforms is not None else (devices[0].platform,)
     with lowering_sharding_context(devices, mesh):
         lowering = lower_jaxpr_to_module(
