@@ -15,6 +15,7 @@ import numpy as np
 from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.sharding import Mesh
+from lamina_tracing_core.mesh import AxisType
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import dtypes
 
@@ -71,18 +72,19 @@ default_device: ContextFlag[Any] = ContextFlag(
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
-              axis_types: tuple[Any, ...] | None = None, *,
+              axis_types: tuple[AxisType, ...] | None = None, *,
               devices: Sequence[Any] | None = None) -> Mesh:
     """A ``Mesh`` of shape ``axis_shapes`` over the first ``prod(axis_shapes)``
-    devices (all devices by default), in device order."""
-    if axis_types is not None:
-        raise TypeError("make_mesh: axis_types is not supported: lamina meshes have no "
-                        "explicit-sharding axis types (every axis behaves as Auto)")
+    devices (all devices by default), in device order. Its axes are
+    ``Explicit`` unless ``axis_types`` says otherwise (``Mesh(...)`` itself
+    makes ``Auto`` axes)."""
     shape = tuple(int(s) for s in axis_shapes)
     names = tuple(axis_names)
     if len(shape) != len(names):
         raise ValueError(f"make_mesh: {len(shape)} axis sizes {shape} but {len(names)} names "
                          f"{names}")
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(names)
     devs = list(backends.devices() if devices is None else devices)
     size = math.prod(shape)
     if len(devs) < size:
@@ -90,7 +92,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
                          f"{shape}")
     grid = np.empty(len(devs[:size]), dtype=object)
     grid[:] = devs[:size]
-    return Mesh(grid.reshape(shape), names)
+    return Mesh(grid.reshape(shape), names, axis_types)
 
 
 def process_indices(backend: Any = None) -> list[int]:

@@ -35,10 +35,12 @@ from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_mlir_lowering import UNSPECIFIED
 from lamina_tracing_core import core
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_body
 from lamina_tracing_core.errors import UnboundAxisNameError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
+from lamina_tracing_core.mesh import type_sharding
 from lamina_tracing_core.shard_map import (
     Spec,
     block_aval,
@@ -298,3 +300,13 @@ def _impl(*args: Any, **params: Any) -> Any:
 
 
 shard_map_p.def_impl(_impl)
+
+
+def _out_type_shardings(*avals: ShapedArray, mesh: Mesh, out_specs: tuple[Spec, ...],
+                        jaxpr: ClosedJaxpr, **_: Any) -> list[Any]:
+    """Results are typed by their out_specs over the mesh's Explicit axes."""
+    return [type_sharding(mesh.abstract_mesh, s, a.ndim)
+            for s, a in zip(out_specs, jaxpr.out_avals)]
+
+
+sit.register(shard_map_p, _out_type_shardings)

@@ -27,6 +27,7 @@ from lamina_tracing_core.lax import cumulative
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import ArrayLike
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules
 
 Array = Any
@@ -44,6 +45,7 @@ def _reducer(name: str, accepted: frozenset[np.dtype[Any]], *, keep_weak: bool =
         return ShapedArray(shape, operand.dtype, operand.weak_type and keep_weak)
 
     prim.def_abstract_eval(abstract_eval)
+    sit.register(prim, sit.reduction)
     batching_rules[prim] = reduction_batcher(prim)
     return prim
 
