@@ -54,6 +54,7 @@ from lamina_sharded_jit.arguments import canonical_aval
 from lamina_sharded_jit.explain import explain_miss, log_cost
 from lamina_sharded_jit.jaxpr_cache import jaxpr_store, memoize_on_jaxpr
 from lamina_sharded_jit.primitive import pjit_p
+from lamina_sharded_jit.settings import sharding_format
 from lamina_sharded_jit.sharding_constraint import sharding_constraint_p
 from lamina_sharded_jit.shardings import (
     UNSPECIFIED,
@@ -191,9 +192,10 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
     donated = tuple(bool(d) for d in donated_invars)
     if device is None:
         device = default_device()
+    fmt = sharding_format()
     key = (_LOWER_TAG, _lower_generation[0], tuple(id(c) for c in jaxpr.consts), in_sh, out_sh,
            donated, name, bool(keep_unused), compiler_options_kvs, platforms, bool(committed),
-           device)
+           device, fmt)
     store = jaxpr_store(jaxpr.jaxpr)
     hit = store.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], jaxpr.consts)):
@@ -201,7 +203,7 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
     _explain_lowering_miss(jaxpr, key, name)
     start = time.perf_counter()
     program = _lower(jaxpr, in_sh, out_sh, donated, name, bool(keep_unused),
-                     compiler_options_kvs, platforms, bool(committed), device)
+                     compiler_options_kvs, platforms, bool(committed), device, fmt)
     log_cost("lowering", _describe_fun(name), time.perf_counter() - start)
     stats["lowerings"] += 1
     with _lock:
@@ -216,7 +218,7 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
 
 _KEY_PARTS = ("cache", "generation", "consts", "input shardings", "output shardings", "donated arguments",
               "name", "keep_unused", "compiler options", "platforms", "committedness",
-              "device")
+              "device", "sharding format")
 
 
 def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) -> None:
@@ -248,7 +250,8 @@ def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) 
 def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
            donated: tuple[bool, ...], name: str, keep_unused: bool,
            compiler_options_kvs: tuple[tuple[str, Any], ...],
-           platforms: tuple[str, ...] | None, committed: bool, device: Any) -> LoweredProgram:
+           platforms: tuple[str, ...] | None, committed: bool, device: Any,
+           fmt: str = "shardy") -> LoweredProgram:
     dbg = jaxpr.jaxpr.debug_info
     arg_names = dbg.arg_names if dbg is not None else (None,) * len(in_sh)
     res_names = dbg.result_paths if dbg is not None else (None,) * len(out_sh)
@@ -276,7 +279,8 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
             sanitize_module_name(f"jit_{name}"),
             jaxpr if keep_unused else _without_dead_code(jaxpr), platforms=target,
             arg_shardings=specs_in, result_shardings=specs_out, donated_args=donated,
-            num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape)
+            num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape,
+            sharding_format=fmt)
     any_explicit = bool(sources)
     return LoweredProgram(lowering, name, tuple(arg_names), tuple(res_names), list(in_avals),
                           list(out_avals), tuple(devices), mesh, tuple(target), in_sh, out_sh,
@@ -317,7 +321,8 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
         raise CompileError(f"jit({program.fun_name}) needs {n} devices, but only "
                            f"{len(available)} are available")
     options = BuildOptions(num_partitions=n,
-                           env_option_overrides=tuple(program.compiler_options_kvs))
+                           env_option_overrides=tuple(program.compiler_options_kvs),
+                           use_shardy=program.lowering.sharding_format == "shardy")
     start = time.perf_counter()
     explain_miss("compilation", program.lowering.module_name,
                  ["a new lowered module (see the lowering miss)"])

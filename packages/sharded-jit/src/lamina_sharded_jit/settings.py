@@ -1,4 +1,11 @@
-"""jit's settings: ``disable_jit``.
+"""jit's settings: ``disable_jit`` and ``use_shardy_partitioner``.
+
+``config.use_shardy_partitioner`` (environment variable
+``LAMINA_USE_SHARDY_PARTITIONER``, default on) chooses how programs over
+several devices are annotated and partitioned: Shardy (``sdy.mesh``,
+``sdy.sharding``, ``sdy.manual_computation``) or, off, GSPMD
+(``mhlo.sharding`` strings and the ``SPMDFullToShardShape`` /
+``SPMDShardToFullShape`` custom calls). Programs lowered afterwards use it.
 
 ``config.disable_jit`` (environment variable ``LAMINA_DISABLE_JIT``) makes
 every ``jit``-decorated function run its Python body op by op instead of
@@ -21,7 +28,7 @@ from typing import Any
 
 from lamina_interpreters_pxla._jaxlib import _jax
 
-__all__ = ["JitConfig", "config", "disable_jit", "jit_disabled"]
+__all__ = ["JitConfig", "config", "disable_jit", "jit_disabled", "sharding_format"]
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 
@@ -35,6 +42,15 @@ _DISABLE_JIT: Any = _jax.config.Config(
     include_in_jit_key=True)
 
 
+#: Whether programs are partitioned by Shardy (else GSPMD); process-wide.
+_USE_SHARDY = [os.environ.get("LAMINA_USE_SHARDY_PARTITIONER", "1").strip().lower() in _TRUTHY]
+
+
+def sharding_format() -> str:
+    """The lowering's sharding format for new programs: ``'shardy'`` or ``'gspmd'``."""
+    return "shardy" if _USE_SHARDY[0] else "gspmd"
+
+
 class JitConfig:
     """The settings of this layer; one process-wide instance, :data:`config`."""
 
@@ -43,18 +59,28 @@ class JitConfig:
         """True while jitted functions run eagerly (thread value, else global)."""
         return bool(_DISABLE_JIT.value)
 
+    @property
+    def use_shardy_partitioner(self) -> bool:
+        """True while new programs are partitioned by Shardy (else GSPMD)."""
+        return _USE_SHARDY[0]
+
     def update(self, name: str, value: Any) -> None:
-        """Sets a setting for the whole process; only ``disable_jit`` exists."""
-        if name != "disable_jit":
+        """Sets a setting (``disable_jit``, ``use_shardy_partitioner``) for the
+        whole process."""
+        if name not in ("disable_jit", "use_shardy_partitioner"):
             raise AttributeError(f"lamina_sharded_jit.config: unknown setting {name!r}; "
-                                 "known: ['disable_jit']")
+                                 "known: ['disable_jit', 'use_shardy_partitioner']")
         if not isinstance(value, (bool, int)):
-            raise TypeError(f"config.update('disable_jit', ...) takes a bool, got "
+            raise TypeError(f"config.update({name!r}, ...) takes a bool, got "
                             f"{type(value).__name__}: {value!r}")
-        _DISABLE_JIT.set_global(bool(value))
+        if name == "disable_jit":
+            _DISABLE_JIT.set_global(bool(value))
+        else:
+            _USE_SHARDY[0] = bool(value)
 
     def __repr__(self) -> str:
-        return f"JitConfig(disable_jit={self.disable_jit})"
+        return (f"JitConfig(disable_jit={self.disable_jit}, "
+                f"use_shardy_partitioner={self.use_shardy_partitioner})")
 
 
 config = JitConfig()
