@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 
 AREA_MODULES = (".pytrees", ".tracing", ".lowering", ".dispatch", ".steps", ".imports",
-                ".retention", ".shard_map")
+                ".retention", ".callbacks", ".warm_start", ".shard_map")
 
 
 def load_all() -> None:

@@ -23,6 +23,8 @@ from lamina_interpreters_pxla.backends import (
 from lamina_interpreters_pxla.config import config
 from lamina_interpreters_pxla.device_put import device_get, device_put, device_put_p
 from lamina_interpreters_pxla.dispatch import apply_primitive
+from lamina_interpreters_pxla import callbacks  # noqa: F401  (eager callback impls)
+from lamina_interpreters_pxla.effects_runtime import effects_barrier
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
     CompileError,
@@ -54,4 +56,5 @@ __all__ = [
     "default_backend", "default_device", "device_count", "device_get", "device_put",
     "device_put_p", "devices", "get_backend", "local_device_count", "local_devices",
     "process_count", "process_index", "shard_args",
+    "effects_barrier",
 ]

@@ -46,6 +46,7 @@ from lamina_tracing_core.array_methods import ArrayMethods
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.core import Tracer
 from lamina_tracing_core.mesh import explicit_meshes_made
+from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
 
 
 class _ArrayType(type):
@@ -55,12 +56,13 @@ class _ArrayType(type):
 
     Python answers ``isinstance`` for an exact ``Array`` before calling this
     hook, so the common check costs nothing extra; ``issubclass(Tracer, Array)``
-    stays False, as in JAX. Code that needs a concrete array checks
-    ``type(x) is Array``.
+    stays False, as in JAX. A typed key array is an Array too, as in JAX.
+    Code that needs a concrete array checks ``type(x) is Array``.
     """
 
     def __instancecheck__(cls, instance: object) -> bool:
-        return isinstance(instance, Tracer) or type.__instancecheck__(cls, instance)
+        return (isinstance(instance, (Tracer, PRNGKeyArray))
+                or type.__instancecheck__(cls, instance))
 
 
 class Shard:

@@ -13,10 +13,12 @@ import collections
 import gc
 import hashlib
 import io
+import logging
 import sys
 import threading
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,12 +30,15 @@ from lamina_interpreters_pxla._jaxlib import (
     _jax,
     xc,
 )
+from lamina_interpreters_pxla import persistent_cache
 from lamina_interpreters_pxla.backends import device_list
+from lamina_mlir_lowering.serialization import parse_module
 from lamina_tracing_core.avals import ShapedArray
 
 __all__ = [
-    "BuildOptions", "CompileError", "clear_compile_cache", "compile_module", "compile_stats",
-    "make_compile_options", "module_bytecode", "module_fingerprint", "result_handler",
+    "BuildOptions", "CompileError", "clear_compile_cache", "compile_log", "compile_module",
+    "compile_stats", "log_compilation", "make_compile_options", "module_bytecode",
+    "module_fingerprint", "result_handler",
 ]
 
 
@@ -98,7 +103,9 @@ _CACHE_SIZE = 4096
 _compile_cache: collections.OrderedDict[tuple[Any, ...], LoadedExecutable] = \
     collections.OrderedDict()
 _compile_lock = threading.Lock()
-compile_stats = {"hits": 0, "misses": 0}
+#: in-memory hits and misses, and how many compilations XLA ran (the others
+#: came from the persistent cache)
+compile_stats = {"hits": 0, "misses": 0, "xla_compiles": 0}
 
 
 def _check_devices(devices: Sequence[Device], options: BuildOptions, name: str) -> None:
@@ -116,11 +123,21 @@ def _check_devices(devices: Sequence[Device], options: BuildOptions, name: str) 
 
 def compile_module(module: Any, devices: Sequence[Device],
                    options: BuildOptions = BuildOptions(), *, name: str = "module",
-                   fingerprint: str | None = None) -> LoadedExecutable:
+                   fingerprint: str | None = None, persistent: bool = True,
+                   host_callbacks: Sequence[Any] = ()) -> LoadedExecutable:
     """Compiles ``module`` for ``devices`` (the device assignment, replica-major),
-    reusing an earlier compilation of the same module, options and devices."""
+    reusing an earlier compilation of the same module, options and devices: in
+    this process, or from the persistent cache when a cache directory is set
+    (:mod:`~lamina_interpreters_pxla.persistent_cache`; ``persistent=False``
+    keeps this compilation off the disk).
+    ``host_callbacks`` are the Python functions the module's callback custom
+    calls run (``LoweringResult.host_callbacks``); a module with callbacks is
+    compiled for them alone (its text does not say which functions they are),
+    and never from or to the disk."""
     devices = list(devices)
     _check_devices(devices, options, name)
+    if host_callbacks:
+        return _compile_with_callbacks(module, devices, options, name, host_callbacks)
     if fingerprint is None and not isinstance(module, (str, bytes)):
         module = module_bytecode(module)  # serialized once: hashed, then compiled
     key = (fingerprint or module_fingerprint(module), options, tuple(d.id for d in devices),
@@ -134,18 +151,59 @@ def compile_module(module: Any, devices: Sequence[Device],
     compile_stats["misses"] += 1
     if not isinstance(module, (str, bytes)):
         module = module_bytecode(module)
-    client = devices[0].client
-    try:
-        loaded = client.compile_and_load(module, device_list(devices),
-                                         make_compile_options(options, devices))
-    except JaxRuntimeError as e:
-        raise CompileError(f"XLA could not compile {name}: {e}") from e
+    loaded = _compile_through_disk(module, devices, options, name, persistent)
     with _compile_lock:
         _drop_unreferenced()
         _compile_cache[key] = loaded
         if len(_compile_cache) > _CACHE_SIZE:
             _compile_cache.popitem(last=False)
     return loaded
+
+
+def _compile_through_disk(module: str | bytes, devices: list[Device], options: BuildOptions,
+                          name: str, persistent: bool) -> LoadedExecutable:
+    """The persistent cache's executable for ``module``, or XLA's (then stored)."""
+    client = devices[0].client
+    disk = persistent_cache.active_cache() if persistent else None
+    data = module.encode() if isinstance(module, str) else module
+    if disk is not None and persistent_cache.calls_back(data):
+        persistent_cache.report(name, "skip", "the module has host callbacks")
+        disk = None
+    if disk is not None:
+        extra = disk.xla_cache_overrides(devices[0].platform)
+        if extra:
+            options = replace(options, env_option_overrides=options.env_option_overrides + extra)
+    compile_options = make_compile_options(options, devices)
+    dl = device_list(devices)
+    key = ""
+    if disk is not None:
+        key = persistent_cache.entry_key(data, compile_options, devices)
+        loaded = disk.load(key, name, client, dl, compile_options)
+        if loaded is not None:
+            return loaded
+    start = time.perf_counter()
+    try:
+        loaded = client.compile_and_load(module, dl, compile_options)
+    except JaxRuntimeError as e:
+        raise CompileError(f"XLA could not compile {name}: {e}") from e
+    compile_stats["xla_compiles"] += 1
+    if disk is not None:
+        disk.store(key, name, loaded, time.perf_counter() - start)
+    return loaded
+
+
+def _compile_with_callbacks(module: Any, devices: list[Device], options: BuildOptions,
+                            name: str, host_callbacks: Sequence[Any]) -> LoadedExecutable:
+    if isinstance(module, (str, bytes)):
+        module = parse_module(module)  # jaxlib takes host callbacks with an ir.Module only
+    compile_stats["misses"] += 1
+    compile_stats["xla_compiles"] += 1
+    try:
+        return devices[0].client.compile_and_load(
+            module, device_list(devices), make_compile_options(options, devices),
+            host_callbacks=list(host_callbacks))
+    except JaxRuntimeError as e:
+        raise CompileError(f"XLA could not compile {name}: {e}") from e
 
 
 def _refs_when_only_cached() -> int:
@@ -195,6 +253,34 @@ def module_bytecode(module: Any) -> bytes:
 def clear_compile_cache() -> None:
     with _compile_lock:
         _compile_cache.clear()
+
+
+# --- logging compilations ------------------------------------------------------------
+class CompileLog:
+    """``log_compiles``: when ``enabled``, every compilation of a jitted
+    function, a pmap or an eager primitive is logged at WARNING level on the
+    ``lamina.compiles`` logger, with the function's name, its argument
+    signature by path and the time it took."""
+
+    __slots__ = ("enabled", "logger")
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.logger = logging.getLogger("lamina.compiles")
+
+
+compile_log = CompileLog()
+
+
+def log_compilation(fun: str, arg_names: Sequence[str | None],
+                    in_avals: Sequence[ShapedArray], seconds: float) -> None:
+    """``Finished XLA compilation of jit(f) in 3.1 ms; arguments: x: f32[3], ...``."""
+    if not compile_log.enabled:
+        return
+    signature = ", ".join(f"{name or f'args[{i}]'}: {aval.str_short()}"
+                          for i, (name, aval) in enumerate(zip(arg_names, in_avals)))
+    compile_log.logger.warning("Finished XLA compilation of %s in %.2f ms; arguments: %s",
+                               fun, seconds * 1e3, signature or "(none)")
 
 
 # --- results ---------------------------------------------------------------------

@@ -36,6 +36,7 @@ from lamina_interpreters_pxla.compiler import clear_compile_cache as clear_compi
 from lamina_interpreters_pxla.compiler import compile_module as compile_module
 from lamina_interpreters_pxla.compiler import compile_stats as compile_stats
 from lamina_interpreters_pxla.compiler import result_handler
+from lamina_interpreters_pxla.effects_runtime import TokenSlot, callback_error
 from lamina_interpreters_pxla.layouts import has_custom_layout
 from lamina_interpreters_pxla.sharding import (
     GSPMDSharding,
@@ -76,6 +77,12 @@ class Executable:
     every flat argument the caller passes; ``kept_var_idx`` lists those that
     reach the program (the lowering prunes unused ones). ``devices`` is the
     device assignment, replica-major. ``out_shardings=None`` takes XLA's choice.
+
+    A program with effects (``lowering.host_callbacks``, ``lowering.has_token``)
+    runs through :meth:`execute` too: it gets the previous call's
+    ordered-effects token, its call waits until the program has finished, and
+    an exception raised by one of its callbacks comes back from that call as a
+    ``CallbackError`` naming the callback and the program.
     """
 
     def __init__(self, loaded: LoadedExecutable, *, name: str,
@@ -103,11 +110,19 @@ class Executable:
         self.kept_var_idx = (tuple(kept_var_idx) if kept_var_idx is not None
                              else tuple(range(n_in)))
         self.in_shardings = list(in_shardings)
+        has_token = bool(getattr(lowering, "has_token", False))
         self.out_shardings = (list(out_shardings) if out_shardings is not None
-                              else output_shardings_of(loaded, self.devices, len(out_avals)))
+                              else output_shardings_of(loaded, self.devices, len(out_avals)
+                                                       + has_token)[has_token:])
         self.out_committed = (list(out_committed) if out_committed is not None
                               else [True] * len(out_avals))
         self.lowering = lowering
+        #: the Python functions the program calls back (registered when compiled)
+        self.host_callbacks: tuple[Any, ...] = tuple(getattr(lowering, "host_callbacks", ()))
+        self._token_slot = (TokenSlot(self.devices) if getattr(lowering, "has_token", False)
+                            else None)
+        #: True when calls must take :meth:`_execute_effectful` (not jaxlib's C++ path)
+        self.has_effects = bool(self.host_callbacks) or self._token_slot is not None
         self._check_signature()
         self._handlers = [result_handler(a, s, c) for a, s, c in
                           zip(self.out_avals, self.out_shardings, self.out_committed)]
@@ -244,6 +259,8 @@ class Executable:
         def subject(pos: int) -> str:
             return f"{self.name}: argument {self._arg_label(self.kept_var_idx[pos])}"
 
+        if self.has_effects:
+            return self._execute_effectful(impls, subject)
         # another thread may have deleted or donated an argument since the checks
         buffer_use.using(impls, subject, self._donated_kept)
         try:
@@ -254,6 +271,32 @@ class Executable:
         finally:
             buffer_use.done_using(impls, self._donated_kept)
         outs: list[ArrayImpl] = results.consume_with_handlers(self._handlers)
+        if self._any_donated:
+            self._after_donation(impls)
+        return outs
+
+    def _execute_effectful(self, impls: list[ArrayImpl], subject: Any) -> list[ArrayImpl]:
+        """:meth:`execute` for a program with callbacks: threads the ordered
+        token, waits for the program (its callbacks have run when the call
+        returns) and names a callback that raised."""
+        slot = self._token_slot
+        args = [slot.take(), *impls] if slot is not None else impls
+        buffer_use.using(impls, subject, self._donated_kept)
+        try:
+            results = self.loaded.execute_sharded(args, with_tokens=True)
+            results.consume_token().block_until_ready()
+        except JaxRuntimeError as e:
+            failed = callback_error(self.host_callbacks, self.name, e)
+            if failed is not None:
+                raise failed from failed.__cause__
+            raise deleted_argument_error(impls, subject) or runtime_error(self, e) from e
+        finally:
+            buffer_use.done_using(impls, self._donated_kept)
+        if slot is None:
+            outs: list[ArrayImpl] = results.consume_with_handlers(self._handlers)
+        else:
+            outs = results.consume_with_handlers([slot.handler, *self._handlers])
+            slot.put(outs.pop(0))
         if self._any_donated:
             self._after_donation(impls)
         return outs

@@ -27,6 +27,7 @@ The impl rule caches step 1-3 per (function, argument types, params) with
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ import numpy as np
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, ArrayImplClass, Device
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
+from lamina_interpreters_pxla.compiler import log_compilation
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
     Executable,
@@ -55,7 +57,7 @@ from lamina_mlir_lowering import LoweringResult, ReplicaAxisContext, lower_jaxpr
 from lamina_tracing_core import core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
-from lamina_tracing_core.effects import NamedAxisEffect
+from lamina_tracing_core.effects import NamedAxisEffect, has_ordered_effects, ordered_effects
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from lamina_tracing_core.lax import structural
 
@@ -230,6 +232,11 @@ def lower_pmap(traced: TracedPmap, platforms: Sequence[str]) -> LoweringResult:
     them); the dead equations go."""
     params = traced.params
     jaxpr = _without_dead_equations(traced.jaxpr.jaxpr)
+    if has_ordered_effects(jaxpr.effects):
+        # JAX's wording; each replica's callbacks run on its own device thread
+        raise ValueError(f"Ordered effects not supported in `pmap` (pmap({params.name}) has "
+                         f"{', '.join(str(e) for e in ordered_effects(jaxpr.effects))}); "
+                         "use ordered=False")
     total = traced.num_replicas
     lowering = lower_jaxpr_to_module(
         module_name(params.name), ClosedJaxpr(jaxpr, traced.jaxpr.consts),
@@ -388,9 +395,12 @@ def compile_pmap(traced: TracedPmap, lowering: LoweringResult,
                  devices: Sequence[Device]) -> PmapExecutable:
     """Step 3: compile ``lowering`` for ``devices`` (one per replica)."""
     params = traced.params
+    start = time.perf_counter()
     loaded = compile_module(lowering.module, devices,
                             BuildOptions(num_replicas=traced.num_replicas, use_shardy=False),
-                            name=lowering.module_name)
+                            name=lowering.module_name, host_callbacks=lowering.host_callbacks)
+    log_compilation(f"pmap({params.name})", traced.arg_names, traced.in_avals,
+                    time.perf_counter() - start)
     # ``axis_size`` is the share of the mapped axis the caller passes: all of
     # it (the arrays span every replica), or this process's entries when the
     # axis spans several processes (the arrays live on this process's devices).

@@ -211,10 +211,12 @@ class Mesh:
     # context manager
     def __enter__(self) -> Mesh:
         _mesh_stack.stack.append(self)
+        push_abstract_mesh(self.abstract_mesh)
         return self
 
     def __exit__(self, *exc: object) -> None:
         popped = _mesh_stack.stack.pop()
+        pop_abstract_mesh()
         assert popped is self, "Mesh contexts exited out of order"
 
     # value semantics

@@ -190,7 +190,8 @@ class Lowered:
             raise ValueError(f"{self.fun_name} was lowered for {self.platforms}, but the "
                              f"devices are {local} devices")
         loaded = compile_module(self.lowering.module, self.devices, self.options,
-                                name=self.lowering.module_name)
+                                name=self.lowering.module_name,
+                                host_callbacks=self.lowering.host_callbacks)
         in_shardings = self.in_shardings or [a.sharding for a in self.args_info]
         executable = Executable(
             loaded, name=f"{self.fun_name}", in_avals=[a.aval for a in self.args_info],

@@ -35,6 +35,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "custom_vjp": ("lamina_tracing_core.custom_derivatives", "custom_vjp"),
     "named_call": ("lamina.api_extras", "named_call"),
     "named_scope": ("lamina.api_extras", "named_scope"),
+    "ensure_compile_time_eval": ("lamina.api_extras", "ensure_compile_time_eval"),
     "jacobian": ("lamina_tracing_core.api", "jacrev"),  # JAX's jacobian is reverse mode
     "linear_transpose": ("lamina.transforms", "linear_transpose"),
     "custom_gradient": ("lamina.custom_derivatives", "custom_gradient"),
@@ -42,8 +43,12 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "float0": ("lamina_tracing_core.dtypes", "float0"),
     "enable_x64": ("lamina.runtime_api", "enable_x64"),
     "default_device": ("lamina.runtime_api", "default_device"),
+    "numpy_rank_promotion": ("lamina.runtime_api", "numpy_rank_promotion"),
+    "numpy_dtype_promotion": ("lamina.runtime_api", "numpy_dtype_promotion"),
+    "default_matmul_precision": ("lamina.runtime_api", "default_matmul_precision"),
     "make_mesh": ("lamina.runtime_api", "make_mesh"),
     "process_indices": ("lamina.runtime_api", "process_indices"),
+    "live_arrays": ("lamina.runtime_api", "live_arrays"),
     "copy_to_host_async": ("lamina.runtime_api", "copy_to_host_async"),
     "print_environment_info": ("lamina.runtime_api", "print_environment_info"),
     "Device": ("lamina_interpreters_pxla._jaxlib", "DeviceClass"),
@@ -97,6 +102,11 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "flatten_util": ("lamina.flatten_util", None),
     "test_util": ("lamina.test_util", None),
     "experimental": ("lamina.experimental", None),
+    "compilation_cache": ("lamina.compilation_cache", None),
+    "debug": ("lamina.debug", None),
+    "pure_callback": ("lamina.callbacks", "pure_callback"),
+    "effects_barrier": ("lamina_interpreters_pxla.effects_runtime", "effects_barrier"),
+    "clear_persistent_caches": ("lamina_sharded_jit.persistent_trace", "clear_persistent_caches"),
 }
 
 #: attributes that must not pull in the runtime: ``lamina.distributed.launch``

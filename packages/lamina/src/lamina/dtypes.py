@@ -2,10 +2,9 @@
 
 The rules themselves (canonicalization under ``enable_x64``, the weak-type
 promotion lattice) live in tracing-core; this module adds JAX's public names
-around them: the abstract ``extended`` and ``prng_key`` classes (lamina's keys
-are raw ``uint32`` arrays, so no lamina value has one of these dtypes, but
-libraries test ``issubdtype(x.dtype, dtypes.prng_key)``), ``scalar_type_of``
-and ``itemsize_bits``.
+around them: the abstract ``extended`` and ``prng_key`` classes (the dtype of
+a typed key array, ``lamina.random.key``, is one: ``issubdtype(k.dtype,
+dtypes.prng_key)``), ``scalar_type_of`` and ``itemsize_bits``.
 """
 
 from __future__ import annotations
@@ -15,22 +14,18 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from lamina_tracing_core import dtypes as _core
-from lamina_tracing_core.dtypes import bfloat16, finfo, float0, iinfo, result_type
+from lamina_tracing_core.dtypes import (
+    TypePromotionError,
+    bfloat16,
+    finfo,
+    float0,
+    iinfo,
+    result_type,
+)
+from lamina_tracing_core.numpy.key_arrays import extended, prng_key
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
            "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]
-
-
-class TypePromotionError(ValueError):
-    """Raised when mixing two dtypes is not allowed (JAX's strict promotion mode)."""
-
-
-class extended(np.generic):  # noqa: N801 - JAX's name
-    """The abstract class of JAX's extended dtypes (above NumPy's ``generic``)."""
-
-
-class prng_key(extended):  # noqa: N801 - JAX's name
-    """The abstract class of typed PRNG key dtypes."""
 
 
 def _is_extended_class(x: Any) -> bool:
@@ -40,7 +35,11 @@ def _is_extended_class(x: Any) -> bool:
 def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dtype[Any]:
     """The dtype lamina uses for ``dtype``: 64-bit types become 32-bit ones unless
     x64 is enabled (``canonicalize_dtype(float)`` is ``float32`` by default)."""
-    del allow_extended_dtype  # lamina has no extended dtype values to let through
+    if getattr(dtype, "lamina_extended_dtype", False):
+        if allow_extended_dtype:
+            return dtype  # type: ignore[no-any-return]
+        raise ValueError(f"canonicalize_dtype: dtype {dtype} is an extended dtype; pass "
+                         "allow_extended_dtype=True to accept it")
     return _core.canonicalize_dtype(dtype)
 
 

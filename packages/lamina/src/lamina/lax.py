@@ -18,12 +18,18 @@ from lamina_tracing_core.control_flow import map as map  # noqa: A004
 from lamina_tracing_core.control_flow.cond import cond_p
 from lamina_tracing_core.control_flow.loops import while_p
 from lamina_tracing_core.control_flow.scan import scan_p
+from lamina_tracing_core.control_flow.solves import (
+    custom_linear_solve,
+    custom_root,
+    linear_solve_p,
+)
 from lamina_tracing_core.lax import *  # noqa: F401,F403
 from lamina_tracing_core.lax.collectives import pmean as pmean
 
 from lamina_sharded_jit import with_sharding_constraint
 
-__all__ = ["cond", "cond_p", "fori_loop", "map", "platform_dependent", "pmean", "scan",
+__all__ = ["cond", "cond_p", "custom_linear_solve", "custom_root", "fori_loop",
+           "linear_solve_p", "map", "platform_dependent", "pmean", "scan",
            "scan_p", "switch", "while_loop", "while_p", "with_sharding_constraint"]
 
 #: The keyword each platform's branch may be given under.

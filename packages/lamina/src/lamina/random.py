@@ -1,8 +1,10 @@
-"""Counter-based, splittable pseudo-random numbers (Threefry-2x32).
+"""Counter-based, splittable pseudo-random numbers (Threefry-2x32, and XLA's
+bit generator for the ``rbg`` and ``unsafe_rbg`` keys).
 
 A *key* is a raw ``uint32[2]`` array (``PRNGKey``) or a typed key (``key``: a
-``PRNGKeyArray`` of dtype ``key<fry>`` over such data, a pytree so it passes
-through every transformation). Nothing here has hidden state: every function
+``PRNGKeyArray`` of dtype ``key<fry>``, ``key<rbg>`` or ``key<urbg>`` over its
+key data, a pytree so it passes through every transformation; see
+``lamina_tracing_core.numpy.key_arrays``). Nothing here has hidden state: every function
 takes a key and is a pure function of it, so the same key gives the same
 numbers under ``jit``, ``vmap``, ``pmap`` and on every platform. To get fresh
 numbers, ``split`` a key into new ones; never reuse a key.
@@ -21,7 +23,7 @@ import lamina_interpreters_pxla  # noqa: F401  (sets the default eager impl)
 import math
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from lamina_tracing_core import control_flow as lax_control
@@ -30,12 +32,12 @@ from lamina_tracing_core.api import vmap
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.lax import special as lax_special
-from lamina_linear_util.tree_util import register_pytree_node
 from lamina_tracing_core.numpy import _util
+from lamina_tracing_core.numpy.key_arrays import (RBG, THREEFRY, UNSAFE_RBG, KeyDType, PRNGImpl,
+                                                   PRNGKeyArray, resolve_impl)
 from lamina_sharded_jit import jit
 
 import lamina.numpy as jnp
-from lamina import dtypes as lamina_dtypes
 
 Array = Any
 KeyArray = Any
@@ -60,13 +62,17 @@ _UINT_BY_BITS: dict[int, np.dtype[Any]] = {
 # --- the hash ------------------------------------------------------------------------------
 def threefry_2x32(keypair: tuple[Any, Any] | Any, count: Any) -> Array:
     """The Threefry-2x32 hash of the uint32 array ``count`` under ``keypair``
-    (two uint32 scalars, or a key): the flattened count is split into two
-    halves hashed as word pairs (padded with a zero if odd), as JAX does."""
+    (two uint32 scalars, or a threefry key): the flattened count is split into
+    two halves hashed as word pairs (padded with a zero if odd), as JAX does."""
     if isinstance(keypair, (tuple, list)):
         k0, k1 = (_util.convert(_util.operand("lamina.random.threefry_2x32", k, "keypair"),
                                 np.uint32) for k in keypair)
     else:
-        k0, k1 = _key_words("threefry_2x32", keypair)
+        key = _check_key("threefry_2x32", keypair)
+        if _impl_of(key) is not THREEFRY:
+            raise TypeError(f"lamina.random.threefry_2x32: keypair must be a threefry2x32 key, "
+                            f"got one of dtype {key.dtype}")
+        k0, k1 = _words(_data(key))
     x = _util.operand("lamina.random.threefry_2x32", count, "count")
     if get_aval(x).dtype != np.uint32:
         raise TypeError(f"threefry_2x32: count must be uint32, got {get_aval(x).dtype}")
@@ -85,10 +91,10 @@ def threefry_2x32(keypair: tuple[Any, Any] | Any, count: Any) -> Array:
     return lax.reshape(out, shape)
 
 
-def _key_words(fun: str, key: KeyArray) -> tuple[Array, Array]:
-    key = _check_key(fun, key)
-    return (lax.index_in_dim(key, 0, axis=0, keepdims=False),
-            lax.index_in_dim(key, 1, axis=0, keepdims=False))
+def _words(data: Array) -> tuple[Array, Array]:
+    """The two words of one threefry key's data (``uint32[2]``)."""
+    return (lax.index_in_dim(data, 0, axis=0, keepdims=False),
+            lax.index_in_dim(data, 1, axis=0, keepdims=False))
 
 
 def _counters(shape: tuple[int, ...]) -> tuple[Array, Array]:
@@ -102,27 +108,141 @@ def _counters(shape: tuple[int, ...]) -> tuple[Array, Array]:
     return lax.full(shape, 0, np.uint32), low
 
 
-def _hash_counters(key: KeyArray, shape: tuple[int, ...], fun: str) -> tuple[Array, Array]:
-    k0, k1 = _key_words(fun, key)
+def _join_words(y0: Array, y1: Array) -> Array:
+    """Key data ``(..., 2)`` from its two words."""
+    nd = get_aval(y0).ndim
+    return lax.concatenate([lax.expand_dims(y0, (nd,)), lax.expand_dims(y1, (nd,))], nd)
+
+
+# --- the implementations --------------------------------------------------------------------
+# Each works on the key data of one key (threefry2x32: uint32[2]; rbg and
+# unsafe_rbg: uint32[4]) and follows JAX's algorithm, so the bits are JAX's.
+def _threefry_seed(seed: Array) -> Array:
+    """``uint32[2]``: the high and low 32-bit words of an integer scalar seed."""
+    aval = get_aval(seed)
+    if aval.dtype.itemsize == 8:
+        high = lax.convert_element_type(
+            lax.shift_right_logical(seed, np.asarray(32, aval.dtype)), np.uint32)
+    else:
+        high = lax.full((), 0, np.uint32)
+    return _join_words(high, lax.convert_element_type(seed, np.uint32))
+
+
+def _threefry_split(data: Array, shape: tuple[int, ...]) -> Array:
+    k0, k1 = _words(data)
     high, low = _counters(shape)
-    y0, y1 = lax.threefry2x32(k0, k1, high, low)
-    return y0, y1
+    return _join_words(*lax.threefry2x32(k0, k1, high, low))
+
+
+def _threefry_fold_in(data: Array, word: Array) -> Array:
+    k0, k1 = _words(data)
+    return _join_words(*lax.threefry2x32(k0, k1, np.uint32(0), word))
+
+
+def _threefry_bits(data: Array, width: int, shape: tuple[int, ...]) -> Array:
+    k0, k1 = _words(data)
+    y0, y1 = lax.threefry2x32(k0, k1, *_counters(shape))
+    dtype = _UINT_BY_BITS[width]
+    if width == 64:
+        high = lax.convert_element_type(y0, dtype)
+        return lax.bitwise_or(lax.shift_left(high, np.asarray(32, dtype)),
+                              lax.convert_element_type(y1, dtype))
+    mixed = lax.bitwise_xor(y0, y1)
+    return mixed if width == 32 else lax.convert_element_type(mixed, dtype)
+
+
+def _from_threefry_seed(half: Array) -> Array:
+    """threefry2x32's key data from its seed's words: those words."""
+    return half
+
+
+def _rbg_seed(half: Array) -> Array:
+    """``uint32[4]``: the threefry seed's words twice."""
+    return lax.concatenate([half, half], 0)
+
+
+def _rbg_halves(data: Array) -> list[Array]:
+    return [lax.slice_in_dim(data, i, i + 2, 1, 0) for i in (0, 2)]
+
+
+def _rbg_split(data: Array, shape: tuple[int, ...]) -> Array:
+    """Each threefry half split on its own; the halves side by side."""
+    nd = len(shape)
+    halves = [lax.expand_dims(_threefry_split(h, shape), (nd,)) for h in _rbg_halves(data)]
+    return lax.reshape(lax.concatenate(halves, nd), shape + (4,))
+
+
+def _rbg_fold_in(data: Array, word: Array) -> Array:
+    return lax.concatenate([_threefry_fold_in(h, word) for h in _rbg_halves(data)], 0)
+
+
+def _rbg_bits(data: Array, width: int, shape: tuple[int, ...]) -> Array:
+    return lax.rng_bit_generator(data, shape, _UINT_BY_BITS[width])[1]
+
+
+def _unsafe_rbg_split(data: Array, shape: tuple[int, ...]) -> Array:
+    """Every tenth word block of one generator call (ten rounds as the hash)."""
+    num = math.prod(shape)
+    blocks = lax.rng_bit_generator(data, (10 * num, 4), np.uint32)[1]
+    return lax.reshape(lax.slice_in_dim(blocks, 0, 10 * num, 10, 0), shape + (4,))
+
+
+def _unsafe_rbg_fold_in(data: Array, word: Array) -> Array:
+    blocks = lax.rng_bit_generator(_rbg_seed(_threefry_seed(word)), (10, 4), np.uint32)[1]
+    return lax.bitwise_xor(data, lax.index_in_dim(blocks, 9, 0, keepdims=False))
+
+
+class _Algorithms(NamedTuple):
+    #: the key data from the seed's threefry words (``uint32[2]``)
+    seed: Callable[[Array], Array]
+    split: Callable[[Array, tuple[int, ...]], Array]
+    fold_in: Callable[[Array, Array], Array]
+    bits: Callable[[Array, int, tuple[int, ...]], Array]
+
+
+_ALGORITHMS: dict[PRNGImpl, _Algorithms] = {
+    THREEFRY: _Algorithms(_from_threefry_seed, _threefry_split, _threefry_fold_in, _threefry_bits),
+    RBG: _Algorithms(_rbg_seed, _rbg_split, _rbg_fold_in, _rbg_bits),
+    UNSAFE_RBG: _Algorithms(_rbg_seed, _unsafe_rbg_split, _unsafe_rbg_fold_in, _rbg_bits),
+}
 
 
 # --- keys -------------------------------------------------------------------------------------
-def _check_key(fun: str, key: Any) -> Array:
+def _check_key(fun: str, key: Any) -> KeyArray:
+    """One key, typed (returned as is) or raw (``uint32[2]`` threefry data);
+    anything else is an error naming ``fun`` and its ``key`` argument."""
     if isinstance(key, PRNGKeyArray):
         if key.shape:
             raise TypeError(f"lamina.random.{fun}: expected a single PRNG key, got a key array "
                             f"of shape {key.shape}; for a batch of keys use vmap")
-        return key._base
+        return key
     k = _util.operand(f"lamina.random.{fun}", key, "key")
     aval = get_aval(k)
     if aval.shape != (2,) or aval.dtype != np.uint32:
-        raise TypeError(f"lamina.random.{fun}: expected a PRNG key (a uint32[2] array made by "
-                        f"lamina.random.key or PRNGKey), got {aval.str_short()}; for a batch "
-                        "of keys use vmap")
+        raise TypeError(f"lamina.random.{fun}: argument key must be a PRNG key (a typed key "
+                        f"from lamina.random.key, or a uint32[2] array from PRNGKey), got "
+                        f"{aval.str_short()}; for a batch of keys use vmap")
     return k
+
+
+def _impl_of(key: KeyArray) -> PRNGImpl:
+    return key.impl if isinstance(key, PRNGKeyArray) else THREEFRY
+
+
+def _data(key: KeyArray) -> Array:
+    return key.base if isinstance(key, PRNGKeyArray) else key
+
+
+def _like(key: KeyArray, data: Array) -> KeyArray:
+    """Key data as keys of ``key``'s kind (typed stays typed, raw stays raw)."""
+    return key.with_data(data) if isinstance(key, PRNGKeyArray) else data
+
+
+def _key_at(keys: KeyArray, i: int) -> KeyArray:
+    """The ``i``-th key of a 1-D key array (typed or raw data)."""
+    if isinstance(keys, PRNGKeyArray):
+        return keys[i]
+    return lax.index_in_dim(keys, i, keepdims=False)
 
 
 def _seed_words_python(seed: int) -> tuple[int, int]:
@@ -136,196 +256,85 @@ def _seed_words_python(seed: int) -> tuple[int, int]:
     return 0, seed & 0xFFFFFFFF
 
 
-def PRNGKey(seed: Any) -> KeyArray:  # noqa: N802 - JAX's name
-    """A key (``uint32[2]``) from an integer seed: its high and low 32-bit words."""
+def _seed_data(fun: str, seed: Any, impl: PRNGImpl) -> Array:
+    """The key data ``impl`` makes from an integer scalar seed."""
     if isinstance(seed, (bool, np.bool_)) or isinstance(seed, (float, complex)):
-        raise TypeError(f"PRNGKey: seed must be an integer, got {seed!r}")
+        raise TypeError(f"lamina.random.{fun}: seed must be an integer, got {seed!r}")
     if isinstance(seed, (int, np.integer)):
-        high, low = _seed_words_python(int(seed))
-        return jnp.array([high, low], dtype=np.uint32)
-    s = _util.operand("lamina.random.PRNGKey", seed, "seed")
+        words = jnp.array(_seed_words_python(int(seed)), dtype=np.uint32)
+        return _ALGORITHMS[impl].seed(words)
+    s = _util.operand(f"lamina.random.{fun}", seed, "seed")
     aval = get_aval(s)
     if aval.shape:
-        raise TypeError(f"PRNGKey: seed must be a scalar, got shape {aval.shape}")
+        raise TypeError(f"lamina.random.{fun}: seed must be a scalar, got shape {aval.shape}")
     if not dtypes.is_integer(aval.dtype):
-        raise TypeError(f"PRNGKey: seed must have an integer dtype, got {aval.dtype}")
-    s = _util.strip_weak(s)
-    if aval.dtype.itemsize == 8:
-        high = lax.convert_element_type(
-            lax.shift_right_logical(s, np.asarray(32, aval.dtype)), np.uint32)
-    else:
-        high = lax.full((), 0, np.uint32)
-    low = lax.convert_element_type(s, np.uint32)
-    return lax.concatenate([lax.reshape(high, (1,)), lax.reshape(low, (1,))], 0)
+        raise TypeError(f"lamina.random.{fun}: seed must have an integer dtype, got "
+                        f"{aval.dtype}")
+    return _ALGORITHMS[impl].seed(_threefry_seed(_util.strip_weak(s)))
+
+
+def PRNGKey(seed: Any, *, impl: Any = None) -> KeyArray:  # noqa: N802 - JAX's name
+    """Raw key data (``uint32[2]`` for threefry2x32) from an integer seed: its
+    high and low 32-bit words."""
+    return _seed_data("PRNGKey", seed, resolve_impl("lamina.random.PRNGKey", impl))
 
 
 # --- typed keys -----------------------------------------------------------------------------
-class _ThreefryKey(lamina_dtypes.prng_key):  # noqa: N801 - a scalar type, like numpy's
-    """The scalar type of threefry2x32 key arrays (a subclass of ``dtypes.prng_key``)."""
-
-
-class KeyDType:
-    """The dtype of typed key arrays: ``key<fry>`` (threefry2x32, whose key
-    data is two uint32 words). ``jnp.issubdtype(k.dtype, dtypes.prng_key)``
-    holds for it; it is no NumPy dtype, as in JAX."""
-
-    #: Marks a dtype whose subtype checks go through ``type``'s class hierarchy.
-    lamina_extended_dtype = True
-    type: type = _ThreefryKey
-    impl = "threefry2x32"
-    name = "key<fry>"
-    #: The trailing shape of the key data behind one key.
-    key_shape = (2,)
-
-    def __repr__(self) -> str:
-        return self.name
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, KeyDType)
-
-    def __hash__(self) -> int:
-        return hash(KeyDType)
-
-
-_KEY_DTYPE = KeyDType()
-
-
-class PRNGKeyArray:
-    """A typed key array: an array of keys whose shape excludes the key data's
-    trailing ``(2,)`` and whose dtype is ``key<fry>``. Every function of
-    ``lamina.random`` takes one where it takes a raw ``uint32[2]`` key; it is a
-    pytree over its ``uint32`` data, so it passes through ``jit``, ``vmap``,
-    ``scan`` and ``pmap`` (their axes are the key array's leading axes)."""
-
-    __slots__ = ("_base",)
-
-    def __init__(self, base: Any):
-        self._base = base
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(get_aval(self._base).shape[:-1])
-
-    @property
-    def dtype(self) -> KeyDType:
-        return _KEY_DTYPE
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of an unsized key array")
-        return self.shape[0]
-
-    def __getitem__(self, index: Any) -> PRNGKeyArray:
-        idx = index if isinstance(index, tuple) else (index,)
-        # The key data's own axis is never indexed.
-        return PRNGKeyArray(jnp.asarray(self._base)[(*idx, slice(None))])
-
-    def __iter__(self) -> Any:
-        return (self[i] for i in range(len(self)))
-
-    def reshape(self, *shape: Any) -> PRNGKeyArray:
-        dims = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        size = self.size
-        new = tuple(int(d) for d in dims)
-        if -1 in new:
-            known = math.prod(d for d in new if d != -1)
-            new = tuple(size // known if d == -1 else d for d in new)
-        return PRNGKeyArray(lax.reshape(self._base, new + KeyDType.key_shape))
-
-    def ravel(self) -> PRNGKeyArray:
-        return self.reshape(self.size)
-
-    flatten = ravel
-
-    def __array__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("A typed key array cannot be converted to a NumPy array; use "
-                        "lamina.random.key_data(keys) for its uint32 data")
-
-    def __repr__(self) -> str:
-        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{self._base}"
-
-
-def _flatten_keys(keys: PRNGKeyArray) -> tuple[tuple[Any], None]:
-    return (keys._base,), None
-
-
-def _unflatten_keys(_: None, children: Any) -> PRNGKeyArray:
-    (base,) = tuple(children)
-    return PRNGKeyArray(base)
-
-
-register_pytree_node(PRNGKeyArray, _flatten_keys, _unflatten_keys)
-
-
-def _is_typed(key: Any) -> bool:
-    return isinstance(key, PRNGKeyArray)
-
-
-def _check_impl(fun: str, impl: Any) -> None:
-    if impl is not None and str(impl) not in ("threefry2x32", "fry"):
-        raise ValueError(f"lamina.random.{fun}: unknown or unsupported PRNG implementation "
-                         f"{impl!r}; lamina has threefry2x32")
-
-
 def default_prng_impl() -> str:
     """The implementation ``key`` and ``PRNGKey`` use: ``threefry2x32``."""
-    return "threefry2x32"
+    return THREEFRY.name
 
 
 def key_dtype(impl: Any = None) -> KeyDType:
     """The dtype of typed keys of ``impl`` (default threefry2x32)."""
-    _check_impl("key_dtype", impl)
-    return _KEY_DTYPE
+    return KeyDType(resolve_impl("lamina.random.key_dtype", impl))
 
 
 def key(seed: Any, *, impl: Any = None) -> PRNGKeyArray:
-    """A typed key (shape ``()``, dtype ``key<fry>``) from an integer seed;
-    its data is ``PRNGKey(seed)``."""
-    _check_impl("key", impl)
-    return PRNGKeyArray(PRNGKey(seed))
+    """A typed key (shape ``()``, dtype ``key<fry>``, ``key<rbg>`` or
+    ``key<urbg>``) from an integer seed."""
+    chosen = resolve_impl("lamina.random.key", impl)
+    return PRNGKeyArray(_seed_data("key", seed, chosen), chosen)
 
 
 def key_data(keys: Any) -> Array:
-    """The ``uint32`` data behind typed keys (shape ``keys.shape + (2,)``); a raw
-    key is returned as is."""
-    if _is_typed(keys):
-        return keys._base
-    return _check_key_data("key_data", keys)
+    """The ``uint32`` data behind typed keys (shape ``keys.shape +
+    key_shape``); raw key data is returned as is."""
+    if isinstance(keys, PRNGKeyArray):
+        return keys.base
+    return _check_key_data("key_data", keys, THREEFRY)
 
 
 def key_impl(keys: Any) -> str:
-    """The implementation of a typed or raw key: ``threefry2x32``."""
-    if not _is_typed(keys):
-        _check_key_data("key_impl", keys)
-    return "threefry2x32"
+    """The name of the implementation of typed or raw keys (``threefry2x32``,
+    ``rbg``, ``unsafe_rbg``)."""
+    if isinstance(keys, PRNGKeyArray):
+        return keys.impl.name
+    _check_key_data("key_impl", keys, THREEFRY)
+    return THREEFRY.name
 
 
-def _check_key_data(fun: str, data: Any) -> Array:
-    k = _util.operand(f"lamina.random.{fun}", data, "keys")
+def _check_key_data(fun: str, data: Any, impl: PRNGImpl, name: str = "keys") -> Array:
+    k = _util.operand(f"lamina.random.{fun}", data, name)
     aval = get_aval(k)
-    if aval.ndim < 1 or aval.shape[-1] != 2 or aval.dtype != np.uint32:
-        raise TypeError(f"lamina.random.{fun}: expected key data of shape (..., 2) and dtype "
-                        f"uint32, got {aval.str_short()}")
+    size = len(impl.key_shape)
+    if aval.ndim < size or aval.shape[aval.ndim - size:] != impl.key_shape or \
+            aval.dtype != np.uint32:
+        raise TypeError(f"lamina.random.{fun}: argument {name} must be {impl.name} key data "
+                        f"of shape "
+                        f"(..., {', '.join(map(str, impl.key_shape))}) and dtype uint32, got "
+                        f"{aval.str_short()}")
     return k
 
 
 def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> PRNGKeyArray:
-    """Typed keys over raw key data of shape ``(..., 2)`` (uint32)."""
-    _check_impl("wrap_key_data", impl)
-    if _is_typed(key_bits_array):
+    """Typed keys over raw key data of shape ``(..., *key_shape)`` (uint32)."""
+    chosen = resolve_impl("lamina.random.wrap_key_data", impl)
+    if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("lamina.random.wrap_key_data: key_bits_array is already a typed key "
                         "array; pass its key_data")
-    return PRNGKeyArray(_check_key_data("wrap_key_data", key_bits_array))
+    return PRNGKeyArray(_check_key_data("wrap_key_data", key_bits_array, chosen,
+                                        "key_bits_array"), chosen)
 
 
 def _shape(fun: str, shape: Any) -> tuple[int, ...]:
@@ -352,13 +361,11 @@ def _shape(fun: str, shape: Any) -> tuple[int, ...]:
 
 
 def split(key: KeyArray, num: int | Shape = 2) -> KeyArray:
-    """``num`` new keys (shape ``(num, 2)``, or ``(*num, 2)`` for a shape),
-    independent of ``key`` and of each other."""
-    shape = _shape("split", num)
-    y0, y1 = _hash_counters(key, shape, "split")
-    nd = len(shape)
-    out = lax.concatenate([lax.expand_dims(y0, (nd,)), lax.expand_dims(y1, (nd,))], nd)
-    return PRNGKeyArray(out) if _is_typed(key) else out
+    """``num`` new keys (shape ``(num,)``, or ``num`` for a shape; raw key
+    data gains the key-data axis), independent of ``key`` and of each other."""
+    k = _check_key("split", key)
+    impl = _impl_of(k)
+    return _like(k, _ALGORITHMS[impl].split(_data(k), _shape("split", num)))
 
 
 def fold_in(key: KeyArray, data: Any) -> KeyArray:
@@ -372,22 +379,14 @@ def fold_in(key: KeyArray, data: Any) -> KeyArray:
         if not dtypes.is_integer(get_aval(d).dtype):
             raise TypeError(f"fold_in: data must be an integer, got {get_aval(d).dtype}")
         word = lax.convert_element_type(d, np.uint32)
-    k0, k1 = _key_words("fold_in", key)
-    y0, y1 = lax.threefry2x32(k0, k1, np.uint32(0), word)
-    out = lax.concatenate([lax.reshape(y0, (1,)), lax.reshape(y1, (1,))], 0)
-    return PRNGKeyArray(out) if _is_typed(key) else out
+    k = _check_key("fold_in", key)
+    return _like(k, _ALGORITHMS[_impl_of(k)].fold_in(_data(k), word))
 
 
 # --- raw bits -------------------------------------------------------------------------------------
 def _random_bits(key: KeyArray, width: int, shape: tuple[int, ...], fun: str) -> Array:
-    y0, y1 = _hash_counters(key, shape, fun)
-    dtype = _UINT_BY_BITS[width]
-    if width == 64:
-        high = lax.convert_element_type(y0, dtype)
-        return lax.bitwise_or(lax.shift_left(high, np.asarray(32, dtype)),
-                              lax.convert_element_type(y1, dtype))
-    mixed = lax.bitwise_xor(y0, y1)
-    return mixed if width == 32 else lax.convert_element_type(mixed, dtype)
+    k = _check_key(fun, key)
+    return _ALGORITHMS[_impl_of(k)].bits(_data(k), width, shape)
 
 
 def bits(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
@@ -559,7 +558,7 @@ def randint(key: KeyArray, shape: Shape, minval: Any, maxval: Any, dtype: Any = 
     hi = _param("randint", _clip_to(maxval, dt), dt, len(dims))
     max_too_big = _param("randint", max_too_big, dtypes.bool_, len(dims))
     keys = split(key)
-    k1, k2 = (lax.index_in_dim(keys, i, keepdims=False) for i in (0, 1))
+    k1, k2 = (_key_at(keys, i) for i in (0, 1))
     high_bits = _random_bits(k1, nbits, dims, "randint")
     low_bits = _random_bits(k2, nbits, dims, "randint")
     unsigned = _UINT_BY_BITS[nbits]
@@ -629,7 +628,7 @@ def _shuffle(key: KeyArray, x: Array, axis: int) -> Array:
     rounds = math.ceil(3 * math.log(max(1, size)) / math.log(2 ** 32 - 1))
     for _ in range(rounds):
         keys = split(key)
-        key, subkey = (lax.index_in_dim(keys, i, keepdims=False) for i in (0, 1))
+        key, subkey = (_key_at(keys, i) for i in (0, 1))
         sort_keys = _random_bits(subkey, 32, get_aval(x).shape, "permutation")
         _, x = lax.sort((sort_keys, x), dimension=axis, num_keys=1)
     return x
@@ -706,7 +705,7 @@ def choice(key: KeyArray, a: Any, shape: Shape = (), replace: bool = True, p: An
 # float arithmetic, which separate eager operations would not get).
 def _split_keys(key: KeyArray, num: int) -> list[Array]:
     keys = split(key, num)
-    return [lax.index_in_dim(keys, i, keepdims=False) for i in range(num)]
+    return [_key_at(keys, i) for i in range(num)]
 
 
 def _param_shape(fun: str, value: Any, name: str) -> tuple[int, ...]:
@@ -802,7 +801,13 @@ def _gamma_impl(key: KeyArray, a: Array, log_space: bool) -> Array:
     if n == 0:
         return lax.full(shape, 0, get_aval(a).dtype)
     keys = split(key, n)
-    samples = vmap(lambda k, alpha: _gamma_one(k, alpha, log_space))(keys, lax.reshape(a, (n,)))
+    alphas = lax.reshape(a, (n,))
+    if _impl_of(key) is THREEFRY:
+        samples = vmap(lambda k, alpha: _gamma_one(k, alpha, log_space))(keys, alphas)
+    else:
+        # The rbg generators batch differently (a batch draws from its first
+        # key), so the draws run one after another, as in JAX.
+        samples = lax_control.map(lambda ka: _gamma_one(ka[0], ka[1], log_space), (keys, alphas))
     return lax.reshape(samples, shape)
 
 
@@ -1440,8 +1445,9 @@ def ball(key: KeyArray, d: int, p: Any = 2, shape: Shape = (), dtype: Any = None
 
 def clone(key: KeyArray) -> KeyArray:
     """A copy of ``key`` that the compiler keeps as a separate value."""
-    out = lax.copy_p.bind(_check_key("clone", key))
-    return PRNGKeyArray(out) if _is_typed(key) else out
+    if isinstance(key, PRNGKeyArray):
+        return key.copy()
+    return lax.copy_p.bind(_check_key("clone", key))
 
 
 # --- samplers built on matrix decompositions ----------------------------------------------------

@@ -38,3 +38,4 @@ __all__ = [
     "make_single_device_sharding", "reshard", "set_mesh", "use_abstract_mesh",
     "with_sharding_constraint",
 ]
+

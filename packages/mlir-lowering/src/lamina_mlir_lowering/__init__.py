@@ -15,12 +15,19 @@ from lamina_mlir_lowering.axis_context import (
     UnboundAxisError,
 )
 from lamina_mlir_lowering.context import default_context, make_context
+from lamina_mlir_lowering.custom_call import (
+    ensure_lapack_targets,
+    ffi_attribute,
+    ffi_call,
+    ffi_lowering,
+)
 from lamina_mlir_lowering import lax_rules  # importing it registers every rule
 from lamina_mlir_lowering.lowering import (
     PLATFORM_INDEX_NAME,
     LoweringResult,
     call_jaxpr,
     jaxpr_subcomp,
+    lower_fun,
     lower_jaxpr_to_module,
     lower_sub_jaxpr,
     make_call_rule,
@@ -46,7 +53,8 @@ __all__ = [
     "__version__", "lax_rules",
     "AxisContext", "ReplicaAxisContext", "ShardingAxisContext", "UnboundAxisError",
     "default_context", "make_context",
-    "LoweringResult", "lower_jaxpr_to_module", "jaxpr_subcomp", "lower_sub_jaxpr",
+    "ensure_lapack_targets", "ffi_attribute", "ffi_call", "ffi_lowering",
+    "LoweringResult", "lower_fun", "lower_jaxpr_to_module", "jaxpr_subcomp", "lower_sub_jaxpr",
     "call_jaxpr", "make_call_rule", "sanitize_module_name", "PLATFORM_INDEX_NAME",
     "KNOWN_PLATFORMS", "LoweringError", "LoweringRule", "LoweringRuleContext",
     "ModuleContext", "get_lowering_rule", "has_lowering_rule", "lowering_rules",

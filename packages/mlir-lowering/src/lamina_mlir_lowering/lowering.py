@@ -27,8 +27,13 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_linear_util.debug_info import TracingDebugInfo
+from lamina_linear_util.linear_util import wrap_init
+from lamina_tracing_core import partial_eval as pe
+from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.dtypes import float0
+from lamina_tracing_core.effects import has_ordered_effects
 from lamina_tracing_core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 
 from lamina_mlir_lowering.axis_context import AxisContext, ShardingAxisContext
@@ -52,14 +57,16 @@ from lamina_mlir_lowering.types import TypeCache, Value, ir_constant, type_cache
 
 __all__ = [
     "LoweringResult", "lower_jaxpr_to_module", "jaxpr_subcomp", "lower_sub_jaxpr",
-    "call_jaxpr", "make_call_rule", "sanitize_module_name", "SHARDING_FORMATS",
-    "PLATFORM_INDEX_NAME", "manual_computation",
+    "call_jaxpr", "make_call_rule", "lower_fun", "sanitize_module_name", "SHARDING_FORMATS",
+    "PLATFORM_INDEX_NAME", "TOKEN_AVAL", "manual_computation",
 ]
 
 SHARDING_FORMATS = ("shardy", "gspmd")
 #: How the leading platform-selecting argument of a multi-platform module is named.
 PLATFORM_INDEX_NAME = "_platform_index"
 _MESH_NAME = "mesh"
+#: What an ordered-effects token is outside a module (``main``'s token argument/result).
+TOKEN_AVAL = ShapedArray((0,), np.dtype(np.bool_))
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,13 @@ class LoweringResult:
       a leading ``i32`` platform index (``has_platform_index_arg``);
     - ``num_replicas`` / ``num_partitions``: the module attributes;
     - ``sharding_format``: ``'shardy'`` or ``'gspmd'``; ``mesh``: the mesh the
-      Shardy attributes refer to (None if no sharding was given).
+      Shardy attributes refer to (None if no sharding was given);
+    - ``host_callbacks``: the Python functions the module's callback custom
+      calls run (registered with the client when it is compiled; such a
+      module cannot be serialized for later use);
+    - ``has_token``: ``main`` takes and returns an ordered-effects token (a
+      ``bool[0]`` array) before its other arguments and results, which the
+      runtime threads from one call to the next.
     """
 
     module: ir.Module
@@ -99,6 +112,8 @@ class LoweringResult:
     output_aliases: tuple[int | None, ...]
     sharding_format: str
     mesh: MeshShape | None
+    host_callbacks: tuple[Any, ...] = ()
+    has_token: bool = False
 
     @property
     def has_platform_index_arg(self) -> bool:
@@ -212,7 +227,7 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Value],
                 except Exception as e:
                     raise _rule_failed(ctx, e) from e
                 if type(outs) is not list and not isinstance(outs, (list, tuple)):
-                    raise _not_a_sequence(ctx, outs)
+                    outs = _as_value_list(ctx, outs)
             else:
                 outs = _apply_rules(ctx, resolved[1], operands, eqn.params)
         if len(outs) != len(outvars):
@@ -246,8 +261,16 @@ def _call_rule(ctx: LoweringRuleContext, rule: LoweringRule, operands: list[Valu
     except Exception as e:
         raise _rule_failed(ctx, e) from e
     if not isinstance(outs, (list, tuple)):
-        raise _not_a_sequence(ctx, outs)
+        return _as_value_list(ctx, outs)
     return outs
+
+
+def _as_value_list(ctx: LoweringRuleContext, outs: Any) -> list[Value]:
+    """A rule's results given as another sequence of values (an operation's
+    ``.results``, an ``OpResultList``) as a list; anything else is an error."""
+    if isinstance(outs, (ir.Value, str, bytes)) or not hasattr(outs, "__len__"):
+        raise _not_a_sequence(ctx, outs)
+    return list(outs)
 
 
 def _rule_failed(ctx: LoweringRuleContext, e: Exception) -> LoweringError:
@@ -339,6 +362,35 @@ def _sub_name_stack(ctx: LoweringRuleContext, name: str, label: str | None = Non
     return "/".join(parts)
 
 
+def lower_fun(fun: Callable[..., Any], multiple_results: bool = True) -> LoweringRule:
+    """A lowering rule written as a function of the equation's operands.
+
+    ``fun(*operands, **params)`` is written with lax/numpy operations (it
+    returns a sequence of results when ``multiple_results``, else one). The
+    rule traces it at the equation's input avals and inlines the result at
+    the equation, so the ops it emits carry the equation's source location
+    and name path (``jit(f)/my_prim/...``) like the equation itself."""
+    def rule(ctx: LoweringRuleContext, *args: Value, **params: Any) -> list[Value]:
+        def flat(*xs: Any) -> list[Any]:
+            out = fun(*xs, **params)
+            return list(out) if multiple_results else [out]
+
+        name = getattr(fun, "__name__", "lower_fun")
+        frame = ctx.source_info.frame if ctx.source_info is not None else None
+        previous = _si.set_frame_override(frame)
+        try:
+            jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(
+                wrap_init(flat, debug_info=TracingDebugInfo(
+                    "lower_fun", name, tuple(None for _ in args), None)),
+                ctx.avals_in)
+        finally:
+            _si.set_frame_override(previous)
+        return lower_sub_jaxpr(ctx, ClosedJaxpr(jaxpr, consts), args)
+
+    rule.__name__ = f"lower_fun[{getattr(fun, '__name__', 'fun')}]"
+    return rule
+
+
 # --- private functions and calls ----------------------------------------------
 def _arg_locations(mctx: ModuleContext, names: Sequence[str | None]) -> list[ir.Location]:
     unknown = ir.Location.unknown()
@@ -350,13 +402,17 @@ def _lower_private_function(mctx: ModuleContext, name: str, jaxpr: Jaxpr,
                             axis_context: AxisContext | None) -> tuple[str, list[ir.Type]]:
     types = mctx.types
     multi = len(mctx.platforms) > 1
-    in_types = ([types.shaped((), np.int32)] if multi else []) + [
+    threaded = has_ordered_effects(jaxpr.effects)
+    token_types = [hlo.TokenType.get()] if threaded else []
+    in_types = ([types.shaped((), np.int32)] if multi else []) + token_types + [
         types.tensor(v.aval) for v in jaxpr.invars]
-    out_types = [types.tensor(v.aval) for v in jaxpr.outvars]
+    out_types = token_types + [types.tensor(v.aval) for v in jaxpr.outvars]
     dbg = jaxpr.debug_info
     names: list[str | None] = [None] * len(jaxpr.invars)
     if dbg is not None and len(dbg.arg_names) == len(jaxpr.invars):
         names = list(dbg.arg_names)
+    if threaded:
+        names = [None, *names]
     if multi:
         names = [PLATFORM_INDEX_NAME, *names]
     symbol = mctx.unique_symbol(sanitize_module_name(name))
@@ -368,9 +424,14 @@ def _lower_private_function(mctx: ModuleContext, name: str, jaxpr: Jaxpr,
     with ir.InsertionPoint(block), ir.Location.unknown():
         args = list(block.arguments)
         platform_index = args.pop(0) if multi else None
+        outer_token = mctx.token
+        mctx.token = args.pop(0) if threaded else None
         outs = jaxpr_subcomp(mctx, jaxpr, _const_values(consts, jaxpr.constvars), args,
                              name_stack="", platforms=mctx.platforms,
                              platform_index=platform_index, axis_context=axis_context)
+        if threaded:
+            outs = [mctx.take_token(), *outs]
+        mctx.token = outer_token
         func.ReturnOp(outs)
     return symbol, list(out_types)
 
@@ -391,6 +452,9 @@ def call_jaxpr(ctx: LoweringRuleContext, jaxpr: ClosedJaxpr | Jaxpr, args: Seque
         fn = mctx.functions[key] = _lower_private_function(mctx, name, inner, consts,
                                                            ctx.axis_context)
     call_args = list(args)
+    threaded = has_ordered_effects(inner.effects)
+    if threaded:
+        call_args.insert(0, mctx.take_token())
     if len(mctx.platforms) > 1:
         if ctx.platform_index is None:
             raise LoweringError(f"{ctx.where()}: calls in a multi-platform module need the "
@@ -400,7 +464,10 @@ def call_jaxpr(ctx: LoweringRuleContext, jaxpr: ClosedJaxpr | Jaxpr, args: Seque
                                       _call_op_name(ctx, name), ctx.eqn)
     symbol, result_types = fn
     call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(symbol), call_args, loc=loc)
-    return list(call.results)
+    results: list[Value] = list(call.results)
+    if threaded:
+        mctx.token = results.pop(0)
+    return results
 
 
 def _call_op_name(ctx: LoweringRuleContext, name: str) -> str:
@@ -662,12 +729,16 @@ def lower_jaxpr_to_module(
                     donated=kept_donated, aliases=aliases, manual_axes=manual_axes if manual
                     else ())
         _verify(mctx, module)
+    if mctx.host_callbacks and len(plats) > 1:
+        raise LoweringError(f"{sym_name} calls back into Python, which a module lowered for "
+                            f"several platforms {plats} cannot do; lower it for one platform")
     return LoweringResult(
         module=module, module_name=sym_name, arg_names=kept_names, result_names=names_out,
         platforms=plats, kept_var_idx=kept, in_avals=in_avals, out_avals=out_avals,
         arg_shardings=kept_shardings, result_shardings=shard_out, num_replicas=num_replicas,
         num_partitions=num_partitions, donated_args=kept_donated, output_aliases=aliases,
-        sharding_format=sharding_format, mesh=module_mesh)
+        sharding_format=sharding_format, mesh=module_mesh,
+        host_callbacks=tuple(mctx.host_callbacks), has_token=has_ordered_effects(jaxpr.effects))
 
 
 def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, stack: str,
@@ -678,9 +749,12 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
                 manual_axes: tuple[str, ...]) -> None:
     types = mctx.types
     multi = len(mctx.platforms) > 1
+    threaded = has_ordered_effects(jaxpr.effects)
     i32_scalar = types.shaped((), np.int32)
-    in_types = ([i32_scalar] if multi else []) + [types.tensor(a) for a in in_avals]
-    out_types = [types.tensor(a) for a in out_avals]
+    token_types = [types.tensor(TOKEN_AVAL)] if threaded else []
+    in_types = ([i32_scalar] if multi else []) + token_types + [
+        types.tensor(a) for a in in_avals]
+    out_types = token_types + [types.tensor(a) for a in out_avals]
     fmt = mctx.sharding_format
     i32 = ir.IntegerType.get_signless(32)
 
@@ -688,6 +762,8 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
     if multi:
         arg_attrs.append(ir.DictAttr.get(
             {"jax.global_constant": ir.StringAttr.get(PLATFORM_INDEX_NAME)}))
+    if threaded:
+        arg_attrs.append(ir.DictAttr.get({"jax.token": ir.BoolAttr.get(True)}))
     for name, spec, d, alias in zip(names_in, shard_in, donated, aliases):
         entries: dict[str, ir.Attribute] = {}
         if name:
@@ -701,6 +777,8 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
             entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
         arg_attrs.append(ir.DictAttr.get(entries))
     result_attrs: list[ir.Attribute] = []
+    if threaded:
+        result_attrs.append(ir.DictAttr.get({"jax.token": ir.BoolAttr.get(True)}))
     for name, spec in zip(names_out, shard_out):
         entries = {}
         if name:
@@ -711,7 +789,7 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
         result_attrs.append(ir.DictAttr.get(entries))
 
     arg_loc_names: list[str | None] = [PLATFORM_INDEX_NAME] if multi else []
-    arg_loc_names += names_in
+    arg_loc_names += [None] * len(token_types) + list(names_in)
     with ir.InsertionPoint(mctx.module.body):
         fn = func.FuncOp("main", ir.FunctionType.get(in_types, out_types))
         fn.sym_visibility = ir.StringAttr.get("public")
@@ -723,18 +801,25 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
     with ir.InsertionPoint(block):
         args = list(block.arguments)
         platform_index = args.pop(0) if multi else None
+        if threaded:
+            # the order across calls comes from the runtime passing each call's
+            # output token to the next; inside, a token chain orders the effects
+            args.pop(0)
 
         def body(inner_args: Sequence[Value]) -> list[Value]:
+            mctx.token = None  # a fresh token where the first ordered effect needs one
             return jaxpr_subcomp(mctx, jaxpr, _const_values(consts, jaxpr.constvars),
                                  inner_args, name_stack=stack, platforms=mctx.platforms,
                                  platform_index=platform_index,
                                  axis_context=mctx.axis_context)
 
         if manual_axes:
-            outs = _manual_body(mctx, body, args, jaxpr, shard_in, shard_out, out_types,
-                                manual_axes, stack)
+            outs = _manual_body(mctx, body, args, jaxpr, shard_in, shard_out,
+                                out_types[len(token_types):], manual_axes, stack)
         else:
             outs = body(args)
+        if threaded:
+            outs = [ir_constant(np.zeros((0,), np.bool_)), *outs]
         func.ReturnOp(outs, loc=mctx.locations.named(stack))
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.source_info import SourceInfo
 
@@ -111,11 +112,15 @@ class ModuleContext:
     ``platforms`` are the module's target platforms; ``axis_context`` what
     named axes mean; ``types``/``locations`` cache types and locations;
     ``functions`` maps a callee key to the private ``func.func`` emitted for
-    it, so each distinct callee is lowered once."""
+    it, so each distinct callee is lowered once. ``host_callbacks`` collects
+    the Python functions the module's callback custom calls run (their index
+    is the custom call's ``index``); ``token`` is the current ordered-effects
+    token of the function being lowered (None where there is none): a rule
+    with an ordered effect takes it and sets the token it produces."""
 
     __slots__ = ("context", "module", "types", "locations", "platforms", "axis_context",
                  "num_replicas", "num_partitions", "sharding_format", "functions",
-                 "_symbols", "keepalive", "_rule_cache", "mesh")
+                 "_symbols", "keepalive", "_rule_cache", "host_callbacks", "token", "mesh")
 
     def __init__(self, context: ir.Context, module: ir.Module, *, platforms: tuple[str, ...],
                  axis_context: AxisContext | None, num_replicas: int, num_partitions: int,
@@ -134,8 +139,21 @@ class ModuleContext:
         #: Objects whose identity keys ``functions`` (kept alive so ids stay unique).
         self.keepalive: list[Any] = []
         self._rule_cache: dict[tuple[str, ...], dict[Primitive, ResolvedRules]] = {}
+        self.host_callbacks: list[Callable[..., Any]] = []
+        self.token: Value | None = None
         #: The module's Shardy mesh (``@mesh``), which manual computations name.
         self.mesh: MeshShape | None = None
+
+    def add_host_callback(self, fun: Callable[..., Any]) -> int:
+        """Registers ``fun`` with the module; returns its index."""
+        self.host_callbacks.append(fun)
+        return len(self.host_callbacks) - 1
+
+    def take_token(self) -> Value:
+        """The current ordered-effects token (a fresh one if none is threaded)."""
+        if self.token is None:
+            self.token = _fresh_token()
+        return self.token
 
     def unique_symbol(self, name: str) -> str:
         """``name``, or ``name_0``, ``name_1``... if already taken in the module."""
@@ -163,6 +181,10 @@ class ModuleContext:
         first = rules[0]
         common = first if first is not None and all(r is first for r in rules) else None
         return common, rules
+
+
+def _fresh_token() -> Value:
+    return hlo.after_all([])
 
 
 class LoweringRuleContext:

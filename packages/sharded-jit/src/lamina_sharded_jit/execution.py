@@ -30,12 +30,15 @@ from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.backends import default_device
 from lamina_interpreters_pxla.backends import devices as devices_of
 from lamina_interpreters_pxla.compiler import (
+    log_compilation,
     BuildOptions,
     CompileError,
     compile_module,
     result_handler,
 )
 from lamina_interpreters_pxla.executable import Executable
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
+from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.sharding import (
     NamedSharding,
     PartitionSpec,
@@ -53,6 +56,7 @@ from lamina_tracing_core.shard_map import shard_map_p
 from lamina_sharded_jit.arguments import canonical_aval
 from lamina_sharded_jit.explain import explain_miss, log_cost
 from lamina_sharded_jit.jaxpr_cache import jaxpr_store, memoize_on_jaxpr
+from lamina_sharded_jit.nan_search import explain_bad_result
 from lamina_sharded_jit.primitive import pjit_p
 from lamina_sharded_jit.settings import sharding_format
 from lamina_sharded_jit.sharding_constraint import sharding_constraint_p
@@ -68,6 +72,7 @@ from lamina_sharded_jit.shardings import (
 )
 
 __all__ = ["LoweredProgram", "CompiledProgram", "lower_program", "compile_program",
+           "lowered_program_of",
            "pjit_call", "placed_shardings", "clear_program_caches", "CrossPlatformError"]
 
 
@@ -221,6 +226,16 @@ _KEY_PARTS = ("cache", "generation", "consts", "input shardings", "output shardi
               "device", "sharding format")
 
 
+def lowered_program_of(jaxpr: ClosedJaxpr, executable: Executable) -> LoweredProgram | None:
+    """The program in ``jaxpr``'s lowering cache that was compiled to ``executable``."""
+    for key, value in list(jaxpr_store(jaxpr.jaxpr).items()):
+        if isinstance(key, tuple) and key and key[0] is _LOWER_TAG:
+            program: LoweredProgram = value[1]
+            if program.compiled is not None and program.compiled.executable is executable:
+                return program
+    return None
+
+
 def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) -> None:
     if not explain_cache_misses_enabled():
         return
@@ -327,8 +342,11 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
     explain_miss("compilation", program.lowering.module_name,
                  ["a new lowered module (see the lowering miss)"])
     loaded = compile_module(program.lowering.module, devices, options,
-                            name=program.lowering.module_name)
-    log_cost("compiling", program.lowering.module_name, time.perf_counter() - start)
+                            name=program.lowering.module_name,
+                            host_callbacks=program.lowering.host_callbacks)
+    elapsed = time.perf_counter() - start
+    log_cost("compiling", program.lowering.module_name, elapsed)
+    log_compilation(f"jit({program.fun_name})", program.arg_names, program.in_avals, elapsed)
     stats["compilations"] += 1
     in_sh = _concrete_in_shardings(program, loaded)
     out_sh = _concrete_out_shardings(program, loaded)
@@ -353,6 +371,8 @@ def _concrete_in_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
         single = single_device_sharding(devices[0])
         return [single if is_unspecified(s) else s for s in program.in_shardings]
     chosen = loaded.get_parameter_shardings()
+    if chosen is not None and program.lowering.has_token:
+        chosen = chosen[1:]  # the ordered-effects token comes first
     kept = program.lowering.kept_var_idx
     from_xla: dict[int, Any] = {}
     if chosen is not None:
@@ -382,6 +402,8 @@ def _concrete_out_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
         return [single if is_unspecified(s) or isinstance(s, SingleDeviceSharding) else s
                 for s in program.out_shardings]
     chosen = loaded.get_output_shardings()
+    if chosen is not None and program.lowering.has_token:
+        chosen = chosen[1:]  # the ordered-effects token comes first
     out = []
     for i, (s, aval) in enumerate(zip(program.out_shardings, program.out_avals)):
         if not is_unspecified(s):
@@ -434,7 +456,12 @@ def pjit_call(args: Sequence[Any], params: dict[str, Any]) -> tuple[list[Array],
                             compiler_options_kvs=tuple(params["compiler_options_kvs"]),
                             committed=committed)
     compiled = compile_program(program)
-    return compiled.executable.call(*args), compiled
+    outs = compiled.executable.call(*args)
+    if _float_checks.any and not is_suspended():
+        bad = first_bad(outs)
+        if bad is not None:
+            raise explain_bad_result(jaxpr, args, f"jit({name})", bad[1])
+    return outs, compiled
 
 
 def _pjit_impl(*args: Any, **params: Any) -> list[Array]:

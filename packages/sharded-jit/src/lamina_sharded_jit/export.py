@@ -154,6 +154,12 @@ def exported_from_lowered(lowered: Any) -> Exported:
     """The ``Exported`` of a ``JitLowered`` stage."""
     program = lowered.program
     lowering = program.lowering
+    if lowering.host_callbacks:
+        # the module names its Python functions by index into this process's list
+        names = ", ".join(sorted({h.callback.where() for h in lowering.host_callbacks}))
+        raise ValueError(f"cannot export jit({program.fun_name}): it calls back into Python "
+                         f"({names}), and a serialized module cannot carry Python functions; "
+                         "move the callbacks out of the exported function")
     kept = tuple(lowering.kept_var_idx)
     n = len(program.in_avals)
     in_sh: list[str | None] = [None] * n

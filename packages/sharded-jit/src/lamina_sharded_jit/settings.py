@@ -1,11 +1,4 @@
-"""jit's settings: ``disable_jit`` and ``use_shardy_partitioner``.
-
-``config.use_shardy_partitioner`` (environment variable
-``LAMINA_USE_SHARDY_PARTITIONER``, default on) chooses how programs over
-several devices are annotated and partitioned: Shardy (``sdy.mesh``,
-``sdy.sharding``, ``sdy.manual_computation``) or, off, GSPMD
-(``mhlo.sharding`` strings and the ``SPMDFullToShardShape`` /
-``SPMDShardToFullShape`` custom calls). Programs lowered afterwards use it.
+"""jit's settings: ``disable_jit`` and the persistent trace cache's switches.
 
 ``config.disable_jit`` (environment variable ``LAMINA_DISABLE_JIT``) makes
 every ``jit``-decorated function run its Python body op by op instead of
@@ -17,6 +10,19 @@ the whole process (``config.update('disable_jit', True)``, also reachable as
         f(x)          # f's body runs eagerly
 
 The block form is per thread and nests; it wins over the process-wide value.
+
+``persistent_trace_cache`` (``LAMINA_PERSISTENT_TRACE_CACHE``, default off)
+stores traced and lowered programs beside the persistent compilation cache
+(see :mod:`lamina_sharded_jit.persistent_trace`); ``jit(f, cache_trace=...)``
+decides per function. ``persistent_trace_cache_verify``
+(``LAMINA_PERSISTENT_TRACE_CACHE_VERIFY``) traces anyway on a hit and warns
+when the stored program differs from the fresh one.
+
+``use_shardy_partitioner`` (``LAMINA_USE_SHARDY_PARTITIONER``, default on)
+chooses how programs over several devices are annotated and partitioned:
+Shardy (``sdy.mesh``, ``sdy.sharding``, ``sdy.manual_computation``) or, off,
+GSPMD (``mhlo.sharding`` strings and the ``SPMDFullToShardShape`` /
+``SPMDShardToFullShape`` custom calls). Programs lowered afterwards use it.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ __all__ = ["JitConfig", "config", "disable_jit", "jit_disabled", "sharding_forma
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUTHY
+
+
 #: The value lives in a jaxlib config (process-wide value, per-thread
 #: override) that is part of the C++ jit path's cache key, so turning
 #: disable_jit on sends every cached call back to Python, which then runs the
@@ -42,48 +52,45 @@ _DISABLE_JIT: Any = _jax.config.Config(
     include_in_jit_key=True)
 
 
-#: Whether programs are partitioned by Shardy (else GSPMD); process-wide.
-_USE_SHARDY = [os.environ.get("LAMINA_USE_SHARDY_PARTITIONER", "1").strip().lower() in _TRUTHY]
-
-
-def sharding_format() -> str:
-    """The lowering's sharding format for new programs: ``'shardy'`` or ``'gspmd'``."""
-    return "shardy" if _USE_SHARDY[0] else "gspmd"
-
-
 class JitConfig:
     """The settings of this layer; one process-wide instance, :data:`config`."""
+
+    def __init__(self) -> None:
+        self.persistent_trace_cache = _env_flag("LAMINA_PERSISTENT_TRACE_CACHE")
+        self.persistent_trace_cache_verify = _env_flag("LAMINA_PERSISTENT_TRACE_CACHE_VERIFY")
+        self.use_shardy_partitioner = os.environ.get(
+            "LAMINA_USE_SHARDY_PARTITIONER", "1").strip().lower() in _TRUTHY
 
     @property
     def disable_jit(self) -> bool:
         """True while jitted functions run eagerly (thread value, else global)."""
         return bool(_DISABLE_JIT.value)
 
-    @property
-    def use_shardy_partitioner(self) -> bool:
-        """True while new programs are partitioned by Shardy (else GSPMD)."""
-        return _USE_SHARDY[0]
-
     def update(self, name: str, value: Any) -> None:
-        """Sets a setting (``disable_jit``, ``use_shardy_partitioner``) for the
-        whole process."""
-        if name not in ("disable_jit", "use_shardy_partitioner"):
+        """Sets a setting for the whole process."""
+        if name not in _NAMES:
             raise AttributeError(f"lamina_sharded_jit.config: unknown setting {name!r}; "
-                                 "known: ['disable_jit', 'use_shardy_partitioner']")
+                                 f"known: {list(_NAMES)}")
         if not isinstance(value, (bool, int)):
             raise TypeError(f"config.update({name!r}, ...) takes a bool, got "
                             f"{type(value).__name__}: {value!r}")
         if name == "disable_jit":
             _DISABLE_JIT.set_global(bool(value))
         else:
-            _USE_SHARDY[0] = bool(value)
+            setattr(self, name, bool(value))
 
     def __repr__(self) -> str:
-        return (f"JitConfig(disable_jit={self.disable_jit}, "
-                f"use_shardy_partitioner={self.use_shardy_partitioner})")
+        return f"JitConfig(disable_jit={self.disable_jit})"
 
 
+_NAMES = ("disable_jit", "persistent_trace_cache", "persistent_trace_cache_verify",
+          "use_shardy_partitioner")
 config = JitConfig()
+
+
+def sharding_format() -> str:
+    """The lowering's sharding format for new programs: ``'shardy'`` or ``'gspmd'``."""
+    return "shardy" if config.use_shardy_partitioner else "gspmd"
 
 
 def jit_disabled() -> bool:

@@ -90,6 +90,7 @@ __all__ = [
     "Trace", "Tracer", "UnboundAxisNameError", "UnexpectedTracerError", "Var",
     "abstract_eval_cached", "axis_frame", "bind", "cacheable_abstract_evals",
     "check_eager_inputs", "check_jaxpr", "concrete_or_error", "config", "eqn_effects",
+    "eval_context",
     "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
     "impls_checking_inputs", "invalid_output_error", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
     "new_main", "staging", "staging_hooks", "tracing_debug_info_of", "unmapped_aval",
@@ -311,6 +312,17 @@ def new_base_main(trace_type: type[Trace], *, transform: str | None = None,
         main.alive = False
         if staging_hooks:
             _notify_staging(previous_dynamic)
+
+
+@contextmanager
+def eval_context() -> Iterator[None]:
+    """Operations whose inputs are all constants run eagerly in the block,
+    even while a staging trace (jit, make_jaxpr) is dynamic: a fresh eval
+    trace becomes the base and the dynamic trace. Operations on a
+    transformation's tracers still go to that transformation (its level is
+    higher), so they are staged as usual."""
+    with new_base_main(EvalTrace, transform="eval"):
+        yield
 
 
 # --- traces and tracers -----------------------------------------------------------------

@@ -5,6 +5,13 @@ lamina tracks everywhere is the *named-axis effect*: an equation that uses a
 named axis (``psum(x, 'i')``) records ``NamedAxisEffect('i')``. A jaxpr's
 effects are the union of its equations' (computed bottom-up), and a binder of
 the axis (pmap, vmap with ``axis_name``) removes it from what it exposes.
+
+The *host effects* are what callbacks into Python do: ``IOEffect`` (an
+``io_callback``) and ``DebugEffect`` (``debug.callback``/``debug.print``),
+each ordered or not. Ordered effects are threaded with tokens when lowered, so
+they happen in program order within and across calls; unordered ones only
+survive dead-code elimination. ``OrderedIO`` / ``UnorderedIO`` /
+``OrderedDebug`` / ``UnorderedDebug`` are the four values.
 """
 
 from __future__ import annotations
@@ -25,6 +32,51 @@ class NamedAxisEffect(Effect):
 
     def __str__(self) -> str:
         return f"NamedAxis({self.name})"
+
+
+@dataclass(frozen=True)
+class HostEffect(Effect):
+    """A callback into Python: ``kind`` says what for (``'io'``, ``'debug'``),
+    ``ordered`` whether its executions keep program order."""
+
+    kind: str
+    ordered: bool
+
+    def __str__(self) -> str:
+        return f"{'Ordered' if self.ordered else 'Unordered'}{self.kind.capitalize()}"
+
+
+@dataclass(frozen=True)
+class UserCheckEffect(Effect):
+    """A ``checkify.check``: it must be functionalized (by ``checkify``) before
+    the program runs, and dead-code elimination keeps it."""
+
+    def __str__(self) -> str:
+        return "UserCheck"
+
+
+OrderedIO = HostEffect("io", True)
+UnorderedIO = HostEffect("io", False)
+OrderedDebug = HostEffect("debug", True)
+UnorderedDebug = HostEffect("debug", False)
+
+
+def is_ordered(effect: Effect) -> bool:
+    return isinstance(effect, HostEffect) and effect.ordered
+
+
+def ordered_effects(effects: "Effects") -> tuple[HostEffect, ...]:
+    """The ordered effects among ``effects``, in a fixed order (kind name)."""
+    return tuple(sorted((e for e in effects if isinstance(e, HostEffect) and e.ordered),
+                        key=lambda e: e.kind))
+
+
+def has_ordered_effects(effects: "Effects") -> bool:
+    return any(isinstance(e, HostEffect) and e.ordered for e in effects)
+
+
+def has_host_effects(effects: "Effects") -> bool:
+    return any(isinstance(e, HostEffect) for e in effects)
 
 
 Effects = frozenset[Effect]

@@ -67,6 +67,27 @@ class Primitive:
     def __repr__(self) -> str:
         return self.name
 
+    def impl(self, *args: Any, **params: Any) -> Any:
+        """Runs the primitive eagerly on concrete values, by its impl rule or,
+        without one, by the runtime's default impl (compile and run)."""
+        rule = impl_rules.get(self)
+        if rule is not None:
+            return rule(*args, **params)
+        if default_impl is None:
+            raise MissingRuleError(f"primitive {self.name} has no impl rule and no runtime "
+                                   f"is loaded to compile it")
+        return default_impl(self, *args, **params)
+
+    def abstract_eval(self, *avals: ShapedArray, **params: Any) -> tuple[Any, Effects]:
+        """``(out_aval(s), effects)`` of the primitive applied to ``avals``:
+        its abstract-evaluation rule's result and its effects rule's."""
+        rule = abstract_eval_rules.get(self)
+        if rule is None:
+            raise MissingRuleError(f"primitive {self.name} has no abstract evaluation rule")
+        effects = effect_rules.get(self)
+        return rule(*avals, **params), (effects(**params) if effects is not None
+                                        else frozenset())
+
     # Registration helpers, so rules can be written beside the primitive.
     def def_impl(self, rule: Rule) -> Rule:
         impl_rules[self] = rule

@@ -11,6 +11,8 @@
   ``num_carry``, ...) becomes ``stablehlo.while`` over an ``i32`` counter:
   each iteration slices ``xs`` at the counter (from the end when
   ``reverse``), runs the body and writes ``ys`` with dynamic_update_slice.
+- ordered effects inside a branch or loop body thread the module's token:
+  the ``case`` returns it from every branch, the loops carry it.
 - custom_jvp/vjp calls and ``checkpoint`` are inlined (their other params
   matter to transformations only). Call-like primitives (``jit``) are defined
   above this package and register a rule from ``make_call_rule``.
@@ -29,7 +31,9 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_tracing_core.checkpoint import remat_p
 from lamina_tracing_core.control_flow import cond_p, scan_p, while_p
+from lamina_tracing_core.control_flow.solves import linear_solve_p
 from lamina_tracing_core.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from lamina_tracing_core.effects import has_ordered_effects
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 
 from lamina_mlir_lowering.hlo_helpers import compare, full_like
@@ -43,27 +47,42 @@ __all__ = ["optimization_barrier_lowering", "platform_index_lowering"]
 def _cond(ctx: LoweringRuleContext, index: Value, *operands: Value,
           branches: Sequence[ClosedJaxpr], **params: Any) -> Sequence[Value]:
     index_aval = ctx.avals_in[0]
-    types = ctx.module_context.types
+    mctx = ctx.module_context
+    types = mctx.types
     if index_aval.dtype != np.dtype(np.int32):
         index = hlo.convert(types.shaped((), np.int32), index)
-    case = hlo.CaseOp(ctx.out_types(), index, len(branches))
+    threaded = any(has_ordered_effects(b.effects) for b in branches)
+    token = mctx.take_token() if threaded else None
+    token_types: list[ir.Type] = [hlo.TokenType.get()] if threaded else []
+    case = hlo.CaseOp([*token_types, *ctx.out_types()], index, len(branches))
     for i, branch in enumerate(branches):
         block = case.regions[i].blocks.append()
         with ir.InsertionPoint(block):
+            mctx.token = token
             outs = lower_sub_jaxpr(ctx, branch, operands, name=f"branch_{i}_fun")
-            hlo.return_(outs)
-    return list(case.results)
+            hlo.return_([mctx.take_token(), *outs] if threaded else outs)
+    results: list[Value] = list(case.results)
+    if threaded:
+        mctx.token = results.pop(0)
+    return results
 
 
 def _while(ctx: LoweringRuleContext, *operands: Value, cond_jaxpr: ClosedJaxpr,
            body_jaxpr: ClosedJaxpr, cond_nconsts: int, body_nconsts: int,
            **params: Any) -> Sequence[Value]:
     n_consts = cond_nconsts + body_nconsts
-    state_types = [ctx.ir_type(a) for a in ctx.avals_in]
-    loop = hlo.WhileOp(state_types, list(operands))
+    mctx = ctx.module_context
+    threaded = has_ordered_effects(body_jaxpr.effects) or has_ordered_effects(
+        cond_jaxpr.effects)
+    # the token rides last in the loop state
+    state = list(operands) + ([mctx.take_token()] if threaded else [])
+    state_types = [v.type for v in state]
+    loop = hlo.WhileOp(state_types, state)
     cond_block = loop.regions[0].blocks.append(*state_types)
     with ir.InsertionPoint(cond_block):
         args = list(cond_block.arguments)
+        if threaded:
+            mctx.token = args.pop()
         pred, = lower_sub_jaxpr(ctx, cond_jaxpr, args[:cond_nconsts] + args[n_consts:],
                                 name="cond")
         pred_aval = cond_jaxpr.jaxpr.outvars[0].aval
@@ -74,9 +93,14 @@ def _while(ctx: LoweringRuleContext, *operands: Value, cond_jaxpr: ClosedJaxpr,
     body_block = loop.regions[1].blocks.append(*state_types)
     with ir.InsertionPoint(body_block):
         args = list(body_block.arguments)
+        if threaded:
+            mctx.token = args.pop()
         new_carry = lower_sub_jaxpr(ctx, body_jaxpr, args[cond_nconsts:], name="body")
-        hlo.return_(args[:n_consts] + new_carry)
-    return list(loop.results)[n_consts:]
+        hlo.return_(args[:n_consts] + new_carry + ([mctx.take_token()] if threaded else []))
+    results: list[Value] = list(loop.results)
+    if threaded:
+        mctx.token = results.pop()
+    return results[n_consts:]
 
 
 def _scan(ctx: LoweringRuleContext, *operands: Value, jaxpr: ClosedJaxpr, length: int,
@@ -92,7 +116,11 @@ def _scan(ctx: LoweringRuleContext, *operands: Value, jaxpr: ClosedJaxpr, length
     if length == 0:
         return init + ys_init
     i32 = np.dtype(np.int32)
+    mctx = ctx.module_context
+    threaded = has_ordered_effects(jaxpr.effects)
     state = [ir_constant(np.array(0, i32)), *consts, *init, *ys_init, *xs]
+    if threaded:  # the token rides last in the loop state
+        state.append(mctx.take_token())
     state_types = [v.type for v in state]
     loop = hlo.WhileOp(state_types, state)
     cond_block = loop.regions[0].blocks.append(*state_types)
@@ -103,6 +131,8 @@ def _scan(ctx: LoweringRuleContext, *operands: Value, jaxpr: ClosedJaxpr, length
     n_c, n_k, n_y = len(consts), len(init), len(ys_init)
     with ir.InsertionPoint(body_block):
         args = list(body_block.arguments)
+        if threaded:
+            mctx.token = args.pop()
         i = args[0]
         c_vals = args[1:1 + n_c]
         carry = args[1 + n_c:1 + n_c + n_k]
@@ -122,8 +152,11 @@ def _scan(ctx: LoweringRuleContext, *operands: Value, jaxpr: ClosedJaxpr, length
             piece = hlo.reshape(types.shaped((1,) + a.shape[1:], a.dtype), y_val)
             new_ys.append(hlo.dynamic_update_slice(y, piece, [pos] + [zero] * (a.ndim - 1)))
         one = ir_constant(np.array(1, i32))
-        hlo.return_([hlo.add(i, one), *c_vals, *new_carry, *new_ys, *xs_vals])
+        hlo.return_([hlo.add(i, one), *c_vals, *new_carry, *new_ys, *xs_vals,
+                     *([mctx.take_token()] if threaded else [])])
     results = list(loop.results)
+    if threaded:
+        mctx.token = results.pop()
     return results[1 + n_c:1 + n_c + n_k] + results[1 + n_c + n_k:1 + n_c + n_k + n_y]
 
 
@@ -133,6 +166,16 @@ def _inline(param: str) -> LoweringRule:
 
     rule.__name__ = f"inline[{param}]"
     return rule
+
+
+def _linear_solve(ctx: LoweringRuleContext, *args: Value, const_lengths: Any,
+                  jaxprs: Any) -> Sequence[Value]:
+    """``custom_linear_solve`` runs its ``solve`` jaxpr on the solve's consts
+    and the right-hand side (the other roles matter only to derivatives)."""
+    n_matvec, n_vecmat, n_solve, n_tsolve = const_lengths
+    start = n_matvec + n_vecmat
+    solve_args = [*args[start:start + n_solve], *args[start + n_solve + n_tsolve:]]
+    return lower_sub_jaxpr(ctx, jaxprs.solve, solve_args)
 
 
 def _custom_vjp_call(ctx: LoweringRuleContext, *args: Value, **params: Any) -> Sequence[Value]:
@@ -189,6 +232,7 @@ def platform_index_lowering(ctx: LoweringRuleContext, *args: Value,
 
 
 register_lowering(cond_p, _cond)
+register_lowering(linear_solve_p, _linear_solve)
 register_lowering(while_p, _while)
 register_lowering(scan_p, _scan)
 register_lowering(custom_jvp_call_p, _inline("call_jaxpr"))

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
-from jaxlib import xla_client
 from jaxlib.cpu import _lapack  # type: ignore[attr-defined]  # no stubs
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -34,10 +33,12 @@ from lamina_linear_util.linear_util import wrap_init
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
-from lamina_tracing_core.control_flow import fori_loop
+from lamina_tracing_core import numpy as jnp
+from lamina_tracing_core.control_flow import fori_loop, scan
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 from lamina_tracing_core.lax import linalg as la
 
+from lamina_mlir_lowering.custom_call import ensure_lapack_targets, ffi_call
 from lamina_mlir_lowering.hlo_helpers import compare, full_like
 from lamina_mlir_lowering.lowering import lower_sub_jaxpr
 from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
@@ -48,30 +49,14 @@ __all__: list[str] = []
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
 
-_lapack_ready = False
-
-
-def _register_lapack() -> None:
-    """Binds jaxlib's LAPACK kernels to SciPy's LAPACK and registers them as
-    CPU custom-call targets (typed FFI for the ``*_ffi`` names)."""
-    _lapack.initialize()
-    for name, fn in _lapack.registrations().items():
-        ffi = name.endswith("_ffi")
-        xla_client.register_custom_call_target(name, fn, platform="cpu", api_version=int(ffi))
-        if ffi:
-            xla_client.register_custom_call_as_batch_partitionable(name)
-
 
 def _target(ctx: LoweringRuleContext, base: str, dtype: np.dtype[Any]) -> str:
     """``lapack_<prefix><base>_ffi`` for ``dtype``, with jaxlib's LAPACK bound
     to SciPy's on first use."""
-    global _lapack_ready
     prefix = _PREFIX.get(np.dtype(dtype))
     if prefix is None:
         raise ctx.error(f"LAPACK has no {base} for dtype {dtype}")
-    if not _lapack_ready:
-        _register_lapack()
-        _lapack_ready = True
+    ensure_lapack_targets()
     return f"lapack_{prefix}{base}_ffi"
 
 
@@ -83,14 +68,6 @@ def _layout(aval: ShapedArray, matrix: bool) -> tuple[int, ...]:
     return tuple(range(nd - 1, -1, -1))
 
 
-def _layouts_attr(layouts: Sequence[tuple[int, ...]]) -> ir.ArrayAttr:
-    index = ir.IndexType.get()
-    return ir.ArrayAttr.get([
-        ir.DenseIntElementsAttr.get(cast(Any, np.array(lay, np.int64).reshape(len(lay))),
-                                    type=index)
-        for lay in layouts])
-
-
 def _u8(value: str) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(value))
 
@@ -98,32 +75,17 @@ def _u8(value: str) -> ir.Attribute:
 def _ffi_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
               operand_avals: Sequence[tuple[ShapedArray, bool]],
               result_avals: Sequence[tuple[ShapedArray, bool]],
-              aliases: dict[int, int], num_batch_dims: int,
-              **attrs: ir.Attribute) -> list[Value]:
+              aliases: dict[int, int], num_batch_dims: int | None,
+              **attrs: Any) -> list[Value]:
     """A LAPACK FFI custom call; ``*_avals`` pair each aval with whether it is
-    a matrix (column-major layout); ``aliases`` maps operand to result."""
-    types = ctx.module_context.types
-    result_types = [types.tensor(a) for a, _ in result_avals]
-    multi = len(result_types) > 1
-    attributes: dict[str, ir.Attribute] = {
-        "call_target_name": ir.StringAttr.get(target),
-        "has_side_effect": ir.BoolAttr.get(False),
-        "backend_config": ir.StringAttr.get(""),
-        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
-        "called_computations": ir.ArrayAttr.get([]),
-        "operand_layouts": _layouts_attr([_layout(a, m) for a, m in operand_avals]),
-        "result_layouts": _layouts_attr([_layout(a, m) for a, m in result_avals]),
-        "output_operand_aliases": ir.ArrayAttr.get([
-            hlo.OutputOperandAlias.get(output_tuple_indices=[out] if multi else [],
-                                       operand_index=inp, operand_tuple_indices=[])
-            for inp, out in aliases.items()]),
-    }
-    op = hlo.CustomCallOp.build_generic(results=result_types, operands=list(operands),
-                                        attributes=attributes)
-    op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(attrs)
-    op.operation.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
-        {"num_batch_dims": ir.StringAttr.get(str(num_batch_dims))})
-    return list(op.results)
+    a matrix (column-major layout); ``aliases`` maps operand to result;
+    ``num_batch_dims`` (a frontend attribute, so XLA may partition the
+    batch) is left out where it is None."""
+    frontend = None if num_batch_dims is None else {"num_batch_dims": str(num_batch_dims)}
+    return ffi_call(ctx, target, operands, [a for a, _ in result_avals],
+                    operand_layouts=[_layout(a, m) for a, m in operand_avals],
+                    result_layouts=[_layout(a, m) for a, m in result_avals],
+                    operand_output_aliases=aliases, frontend_attributes=frontend, **attrs)
 
 
 def _nan_unless(ctx: LoweringRuleContext, ok: Value, x: Value, aval: ShapedArray,
@@ -480,3 +442,334 @@ for _platform in ("cuda", "rocm"):
     register_lowering(la.geqrf_p, _gpu_geqrf(_platform), platform=_platform)
     register_lowering(la.householder_product_p, _gpu_householder(_platform),
                       platform=_platform)
+
+
+# --- traced lowerings (the platforms without a library kernel) ---------------------------
+
+def _lower_traced(ctx: LoweringRuleContext, fn: Any, args: Sequence[Value],
+                  *params: Any) -> Sequence[Value]:
+    """Lowers ``fn(*args, *params)`` traced at the rule's input avals."""
+    return lower_sub_jaxpr(ctx, _traced(fn, _plain(ctx.avals_in), params), list(args))
+
+
+def _i32(value: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(value))
+
+
+def _is_complex(dtype: np.dtype[Any]) -> bool:
+    return np.dtype(dtype).kind == "c"
+
+
+def _nan_all(ctx: LoweringRuleContext, ok: Value, values: Sequence[Value],
+             avals: Sequence[ShapedArray], batch: int) -> list[Value]:
+    return [_nan_unless(ctx, ok, v, a, batch) for v, a in zip(values, avals)]
+
+
+# --- hessenberg, schur (CPU) ---------------------------------------------------------------
+
+def _hessenberg_cpu(ctx: LoweringRuleContext, a: Value) -> Sequence[Value]:
+    aval, = ctx.avals_in
+    h_aval, tau_aval = ctx.avals_out
+    batch = tuple(aval.shape[:-2])
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    h, taus, info = _ffi_call(ctx, _target(ctx, "gehrd", aval.dtype), [a], [(aval, True)],
+                              [(h_aval, True), (tau_aval, False), (info_aval, False)], {0: 0},
+                              len(batch), low=_i32(1), high=_i32(aval.shape[-1]))
+    return _nan_all(ctx, _info_ok(info, batch, "EQ"), [h, taus], ctx.avals_out, len(batch))
+
+
+register_lowering(la.hessenberg_p, _hessenberg_cpu, platform="cpu")
+
+
+def _schur_cpu(ctx: LoweringRuleContext, x: Value, *, compute_schur_vectors: bool,
+               sort_eig_vals: bool, select_callable: Any) -> Sequence[Value]:
+    aval, = ctx.avals_in
+    batch = tuple(aval.shape[:-2])
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    w_aval = ShapedArray(tuple(aval.shape[:-1]), aval.dtype)
+    eigvals = [(w_aval, False)] * (1 if _is_complex(aval.dtype) else 2)
+    modes = _lapack.schur.ComputationMode
+    mode = modes.kComputeSchurVectors if compute_schur_vectors else \
+        modes.kNoComputeSchurVectors
+    t, z, *_, info = _ffi_call(
+        ctx, _target(ctx, "gees", aval.dtype), [x], [(aval, True)],
+        [(aval, True), (aval, True), *eigvals, (info_aval, False), (info_aval, False)],
+        {0: 0}, len(batch),
+        mode=ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), int(mode.value)),
+        sort=ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8),
+                                int(_lapack.schur.Sort.kNoSortEigenvalues.value)))
+    outs = [t, z] if compute_schur_vectors else [t]
+    return _nan_all(ctx, _info_ok(info, batch, "EQ"), outs, ctx.avals_out, len(batch))
+
+
+register_lowering(la.schur_p, _schur_cpu, platform="cpu")
+
+
+# --- tridiagonal ------------------------------------------------------------------------------
+
+def _tridiagonal_rule(platform: str) -> Any:
+    def rule(ctx: LoweringRuleContext, a: Value, *, lower: bool) -> Sequence[Value]:
+        aval, = ctx.avals_in
+        batch = tuple(aval.shape[:-2])
+        info_aval = ShapedArray(batch, np.dtype(np.int32))
+        arr_aval, d_aval, e_aval, tau_aval = ctx.avals_out
+        results = [(arr_aval, True), (d_aval, False), (e_aval, False), (tau_aval, False),
+                   (info_aval, False)]
+        if platform == "cpu":
+            base = "hetrd" if _is_complex(aval.dtype) else "sytrd"
+            target = _target(ctx, base, aval.dtype)
+            attrs = {"uplo": _u8("L" if lower else "U")}
+        else:
+            target = f"{_GPU_PREFIX[platform][0]}_sytrd_ffi"
+            attrs = {"lower": _bool(lower)}
+        *outs, info = _ffi_call(ctx, target, [a], [(aval, True)], results, {0: 0}, len(batch),
+                                **attrs)
+        return _nan_all(ctx, _info_ok(info, batch, "EQ"), outs, ctx.avals_out, len(batch))
+
+    return rule
+
+
+# --- tridiagonal_solve ----------------------------------------------------------------------
+
+def _tridiagonal_solve_impl(dl: Any, d: Any, du: Any, b: Any) -> Any:
+    """The Thomas algorithm (no pivoting), rows scanned along the leading axis."""
+    rows_first = [jnp.moveaxis(v, -1, 0) for v in (dl, d, du)]
+    b_rows = jnp.moveaxis(b, -2, 0)
+    dl_r, d_r, du_r = rows_first
+    if b_rows.shape[0] == 1:
+        return b / d[..., None]
+
+    def forward(carry: Any, row: Any) -> Any:
+        cp, dp = carry
+        lo, mid, up, rhs = row
+        denom = mid - lo * cp
+        nxt = (up / denom, (rhs - lo[..., None] * dp) / denom[..., None])
+        return nxt, nxt
+
+    first = (du_r[0] / d_r[0], b_rows[0] / d_r[0][..., None])
+    _, (cps, dps) = scan(forward, first, (dl_r[1:], d_r[1:], du_r[1:], b_rows[1:]))
+    cps = jnp.concatenate([first[0][None], cps])
+    dps = jnp.concatenate([first[1][None], dps])
+
+    def backward(x_next: Any, row: Any) -> Any:
+        cp, dp = row
+        x = dp - cp[..., None] * x_next
+        return x, x
+
+    _, xs = scan(backward, dps[-1], (cps[:-1], dps[:-1]), reverse=True)
+    return jnp.moveaxis(jnp.concatenate([xs, dps[-1][None]]), 0, -2)
+
+
+def _tridiagonal_solve_generic(ctx: LoweringRuleContext, dl: Value, d: Value, du: Value,
+                               b: Value, *, perturb_singular: bool) -> Sequence[Value]:
+    if perturb_singular:
+        raise ctx.error("tridiagonal_solve(perturb_singular=True) needs the LAPACK or "
+                        "cuSPARSE kernels (CPU or GPU)")
+    return _lower_traced(ctx, _tridiagonal_solve_impl, [dl, d, du, b])
+
+
+def _tridiagonal_solve_cpu(ctx: LoweringRuleContext, dl: Value, d: Value, du: Value, b: Value,
+                           *, perturb_singular: bool) -> Sequence[Value]:
+    *diag_avals, b_aval = ctx.avals_in
+    batch = tuple(b_aval.shape[:-2])
+    operands = [(a, False) for a in diag_avals] + [(b_aval, True)]
+    if perturb_singular:
+        return _ffi_call(ctx, "tridiagonal_solve_perturbed_ffi", [dl, d, du, b], operands,
+                         [(b_aval, True)], {}, len(batch))
+    info_aval = ShapedArray(batch, np.dtype(np.int32))
+    *_, out, info = _ffi_call(ctx, _target(ctx, "gtsv", b_aval.dtype), [dl, d, du, b],
+                              operands, [*operands, (info_aval, False)],
+                              {0: 0, 1: 1, 2: 2, 3: 3}, len(batch))
+    return [_nan_unless(ctx, _info_ok(info, batch, "EQ"), out, b_aval, len(batch))]
+
+
+def _tridiagonal_solve_gpu(platform: str) -> Any:
+    _, short = _GPU_PREFIX[platform]
+
+    def rule(ctx: LoweringRuleContext, dl: Value, d: Value, du: Value, b: Value, *,
+             perturb_singular: bool) -> Sequence[Value]:
+        *diag_avals, b_aval = ctx.avals_in
+        operands = [(a, False) for a in diag_avals] + [(b_aval, True)]
+        batch = len(b_aval.shape) - 2
+        if perturb_singular:
+            return _ffi_call(ctx, f"{short}_tridiagonal_solve_perturbed", [dl, d, du, b],
+                             operands, [(b_aval, True)], {}, batch)
+        if b_aval.shape[-2] <= 2:  # gtsv2 needs at least three rows
+            return _tridiagonal_solve_generic(ctx, dl, d, du, b, perturb_singular=False)
+        return _ffi_call(ctx, f"{short}sparse_gtsv2_ffi", [dl, d, du, b], operands,
+                         [(b_aval, True)], {3: 0}, batch)
+
+    return rule
+
+
+register_lowering(la.tridiagonal_solve_p, _tridiagonal_solve_generic)
+register_lowering(la.tridiagonal_solve_p, _tridiagonal_solve_cpu, platform="cpu")
+
+
+# --- ormqr, symmetric_product, cholesky_update -------------------------------------------------
+
+def _ormqr_generic(ctx: LoweringRuleContext, a: Value, taus: Value, c: Value, *, left: bool,
+                   transpose: bool) -> Sequence[Value]:
+    return _lower_traced(ctx, la.ormqr_traceable, [a, taus, c], left, transpose)
+
+
+def _ormqr_rule(platform: str) -> Any:
+    def rule(ctx: LoweringRuleContext, a: Value, taus: Value, c: Value, *, left: bool,
+             transpose: bool) -> Sequence[Value]:
+        a_aval, tau_aval, c_aval = ctx.avals_in
+        if platform == "cpu":
+            target = _target(ctx, "unmqr" if _is_complex(a_aval.dtype) else "ormqr",
+                             a_aval.dtype)
+        else:
+            target = f"{_GPU_PREFIX[platform][0]}_ormqr_ffi"
+        return _ffi_call(ctx, target, [a, taus, c],
+                         [(a_aval, True), (tau_aval, False), (c_aval, True)],
+                         [(ctx.avals_out[0], True)], {2: 0}, len(a_aval.shape) - 2,
+                         left=_bool(left), transpose=_bool(transpose))
+
+    return rule
+
+
+register_lowering(la.ormqr_p, _ormqr_generic)
+
+
+def _symmetric_product_generic(ctx: LoweringRuleContext, a: Value, c: Value, *, alpha: Any,
+                               beta: Any) -> Sequence[Value]:
+    return _lower_traced(ctx, la.symmetric_product_traceable, [a, c], alpha, beta)
+
+
+def _symmetric_product_cuda(ctx: LoweringRuleContext, a: Value, c: Value, *, alpha: Any,
+                            beta: Any) -> Sequence[Value]:
+    a_aval, c_aval = ctx.avals_in
+    scalar = ShapedArray((), a_aval.dtype)
+    return _ffi_call(ctx, "cusolver_syrk_ffi",
+                     [a, c, full_like(alpha, scalar), full_like(beta, scalar)],
+                     [(a_aval, False), (c_aval, False), (scalar, False), (scalar, False)],
+                     [(ctx.avals_out[0], False)], {1: 0}, None, transpose=_bool(False))
+
+
+register_lowering(la.symmetric_product_p, _symmetric_product_generic)
+register_lowering(la.symmetric_product_p, _symmetric_product_cuda, platform="cuda")
+
+
+def _cholesky_update_generic(ctx: LoweringRuleContext, r: Value, w: Value) -> Sequence[Value]:
+    return _lower_traced(ctx, la.cholesky_update_traceable, [r, w])
+
+
+def _cholesky_update_cuda(ctx: LoweringRuleContext, r: Value, w: Value) -> Sequence[Value]:
+    r_aval, w_aval = ctx.avals_in
+    if len(r_aval.shape) > 2:  # the kernel takes one matrix
+        return _cholesky_update_generic(ctx, r, w)
+    out = _ffi_call(ctx, "cu_cholesky_update_ffi", [r, w], [(r_aval, False), (w_aval, False)],
+                    [(r_aval, False), (w_aval, False)], {0: 0, 1: 1}, None)
+    return out[:1]
+
+
+register_lowering(la.cholesky_update_p, _cholesky_update_generic)
+register_lowering(la.cholesky_update_p, _cholesky_update_cuda, platform="cuda")
+
+
+# --- GPU svd (gesvdj / gesvd) and eig (the hybrid host kernel) ------------------------------
+
+def _gpu_svd(platform: str) -> Any:
+    solver, _ = _GPU_PREFIX[platform]
+
+    def rule(ctx: LoweringRuleContext, x: Value, *, full_matrices: bool, compute_uv: bool,
+             subset_by_index: Any, algorithm: Any) -> Sequence[Value]:
+        aval, = ctx.avals_in
+        batch = tuple(aval.shape[:-2])
+        nb = len(batch)
+        m, n = (int(d) for d in aval.shape[-2:])
+        k = min(m, n)
+        s_aval = ctx.avals_out[0]
+        info_aval = ShapedArray(batch, np.dtype(np.int32))
+        algo = la.SvdAlgorithm.DEFAULT if algorithm is None else algorithm
+        if algo == la.SvdAlgorithm.DEFAULT:
+            algo = la.SvdAlgorithm.JACOBI if m <= 1024 and n <= 1024 else la.SvdAlgorithm.QR
+        if algo in (la.SvdAlgorithm.JACOBI, la.SvdAlgorithm.POLAR):
+            # Jacobi/polar always produce U and V; their batched kernel has no economy mode.
+            econ = not full_matrices and m > 32 and n > 32
+            u_aval = ShapedArray((*batch, m, k if econ else m), aval.dtype)
+            v_aval = ShapedArray((*batch, n, k if econ else n), aval.dtype)
+            name = "gesvdj" if algo == la.SvdAlgorithm.JACOBI else "gesvdp"
+            _, s, u, v, info = _ffi_call(
+                ctx, f"{solver}_{name}_ffi", [x], [(aval, True)],
+                [(aval, True), (s_aval, False), (u_aval, True), (v_aval, True),
+                 (info_aval, False)], {0: 0}, nb,
+                full_matrices=_bool(not econ), compute_uv=_bool(compute_uv))
+            vt = _conj(hlo.transpose(v, ir.DenseI64ArrayAttr.get([*range(nb), nb + 1, nb])),
+                       aval.dtype) if compute_uv else v
+            if compute_uv and not full_matrices and not econ:
+                u = _slice_matrix(u, (*batch, m, k))
+                vt = _slice_matrix(vt, (*batch, k, n))
+        elif algo == la.SvdAlgorithm.QR:
+            transposed = m < n
+            if compute_uv:
+                u_aval, vt_aval = ctx.avals_out[1:]
+            else:
+                u_aval = vt_aval = ShapedArray((), aval.dtype)
+            mats = [(vt_aval, not transposed), (u_aval, not transposed)] if transposed \
+                else [(u_aval, True), (vt_aval, True)]
+            _, s, first, second, info = _ffi_call(
+                ctx, f"{solver}_gesvd_ffi", [x], [(aval, not transposed)],
+                [(aval, not transposed), (s_aval, False), *mats, (info_aval, False)], {0: 0},
+                nb, full_matrices=_bool(full_matrices), compute_uv=_bool(compute_uv),
+                transposed=_bool(transposed))
+            u, vt = (second, first) if transposed else (first, second)
+        else:
+            raise ctx.error(f"svd: algorithm {algo} is not available on {platform}")
+        ok = _info_ok(info, batch, "EQ")
+        result = [_nan_unless(ctx, ok, s, s_aval, nb)]
+        if compute_uv:
+            result += [_nan_unless(ctx, ok, u, ctx.avals_out[1], nb),
+                       _nan_unless(ctx, ok, vt, ctx.avals_out[2], nb)]
+        return result
+
+    return rule
+
+
+def _slice_matrix(x: Value, shape: tuple[int, ...]) -> Value:
+    nd = len(shape)
+    return hlo.slice(x, ir.DenseI64ArrayAttr.get([0] * nd), ir.DenseI64ArrayAttr.get(list(shape)),
+                     ir.DenseI64ArrayAttr.get([1] * nd))
+
+
+def _gpu_eig(platform: str) -> Any:
+    _, short = _GPU_PREFIX[platform]
+
+    def rule(ctx: LoweringRuleContext, x: Value, *, compute_left_eigenvectors: bool,
+             compute_right_eigenvectors: bool, enable_eigvec_derivs: bool) -> Sequence[Value]:
+        aval, = ctx.avals_in
+        batch = tuple(aval.shape[:-2])
+        real = not _is_complex(aval.dtype)
+        w_aval = ctx.avals_out[0]
+        vec = ShapedArray(aval.shape, w_aval.dtype)
+        part = ShapedArray(tuple(aval.shape[:-1]), aval.dtype)
+        info_aval = ShapedArray(batch, np.dtype(np.int32))
+        parts = [(part, False)] * 2 if real else [(w_aval, False)]
+        *w_parts, vl, vr, info = _ffi_call(
+            ctx, f"{short}hybrid_eig_{'real' if real else 'comp'}", [x], [(aval, True)],
+            [*parts, (vec, True), (vec, True), (info_aval, False)], {}, len(batch),
+            magma=ir.StringAttr.get("auto"), left=_bool(compute_left_eigenvectors),
+            right=_bool(compute_right_eigenvectors))
+        w = hlo.complex(w_parts[0], w_parts[1]) if real else w_parts[0]
+        ok = _info_ok(info, batch, "EQ")
+        out = [_nan_unless(ctx, ok, w, w_aval, len(batch))]
+        if compute_left_eigenvectors:
+            out.append(_nan_unless(ctx, ok, vl, vec, len(batch)))
+        if compute_right_eigenvectors:
+            out.append(_nan_unless(ctx, ok, vr, vec, len(batch)))
+        return out
+
+    return rule
+
+
+register_lowering(la.tridiagonal_p, _tridiagonal_rule("cpu"), platform="cpu")
+register_lowering(la.ormqr_p, _ormqr_rule("cpu"), platform="cpu")
+for _platform in ("cuda", "rocm"):
+    register_lowering(la.tridiagonal_p, _tridiagonal_rule(_platform), platform=_platform)
+    register_lowering(la.tridiagonal_solve_p, _tridiagonal_solve_gpu(_platform),
+                      platform=_platform)
+    register_lowering(la.ormqr_p, _ormqr_rule(_platform), platform=_platform)
+    register_lowering(la.svd_p, _gpu_svd(_platform), platform=_platform)
+    register_lowering(la.eig_p, _gpu_eig(_platform), platform=_platform)

@@ -98,8 +98,7 @@ def _algorithm_name(algorithm: Any) -> str:
 def rng_bit_generator_lowering(ctx: LoweringRuleContext, key: Value, *, shape: Sequence[int],
                                dtype: Any, algorithm: Any = 0,
                                **params: Any) -> Sequence[Value]:
-    """JAX's ``rng_bit_generator`` (tracing-core has no such primitive yet: the
-    layer that defines one registers this rule): new key and bits. XLA's generator keeps its state as ``u64[2]``; a
+    """``rng_bit_generator``: new key and bits. XLA's generator keeps its state as ``u64[2]``; a
     ``u32[4]`` key (how lamina, like JAX, stores it without x64) is bitcast
     there and back. 8/16-bit outputs are generated as uint32 and narrowed."""
     types = ctx.module_context.types
@@ -124,3 +123,4 @@ def rng_bit_generator_lowering(ctx: LoweringRuleContext, key: Value, *, shape: S
 
 
 register_lowering(lax.threefry2x32_p, _threefry2x32)
+register_lowering(lax.rng_bit_generator_p, rng_bit_generator_lowering)

@@ -13,6 +13,7 @@ linear (and transposable) in its right-hand side.
 
 from __future__ import annotations
 
+import enum
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -147,6 +148,35 @@ def _unary_batch(prim: Primitive) -> None:
     batching_rules[prim] = rule
 
 
+# --- algorithm choices -------------------------------------------------------------
+
+
+class EigImplementation(enum.Enum):
+    """Which library computes ``eig`` on a GPU; on CPU it is always LAPACK."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """The ``eigh`` algorithm: ``QR`` (LAPACK/cuSOLVER ``syevd``, the CPU and
+    GPU default), ``JACOBI`` (cuSOLVER ``syevj``, GPU), ``QDWH`` (TPU)."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """The ``svd`` algorithm: on CPU ``DEFAULT``/``DIVIDE_AND_CONQUER`` are
+    LAPACK ``gesdd`` and ``QR`` is ``gesvd``; on GPU ``DEFAULT`` is Jacobi
+    (``gesvdj``) up to 1024x1024 and ``gesvd`` beyond."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
 # --- cholesky ----------------------------------------------------------------------
 
 cholesky_p = Primitive("cholesky")
@@ -222,13 +252,21 @@ def triangular_solve(a: ArrayLike, b: ArrayLike, *, left_side: bool = False,
                      unit_diagonal: bool = False) -> Array:
     """Solves ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for ``x``,
     ``a`` triangular (``lower`` or upper; only that triangle is read), ``op``
-    transposing and/or conjugating it as asked. A 1-D ``b`` is not accepted
-    (as in JAX); batch dims of ``a`` and ``b`` must agree."""
+    transposing and/or conjugating it as asked. A ``b`` of one dimension
+    less than ``a`` is a vector (a column with ``left_side``, else a row);
+    batch dims of ``a`` and ``b`` must agree."""
     a_aval = get_aval(a)
     conj = bool(conjugate_a) and a_aval.dtype in common.COMPLEX
-    return triangular_solve_p.bind(
+    vector = len(_shape(b)) == a_aval.ndim - 1
+    if vector:
+        b = st.expand_dims(b, (len(_shape(b)) if left_side else len(_shape(b)) - 1,))
+    out = triangular_solve_p.bind(
         a, b, left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
         conjugate_a=conj, unit_diagonal=bool(unit_diagonal))
+    if vector:
+        nd = len(_shape(out))
+        out = st.squeeze(out, (nd - 1,) if left_side else (nd - 2,))
+    return out
 
 
 def _triangular_solve_jvp(primals: Any, tangents: Any, *, left_side: bool, lower: bool,
@@ -394,12 +432,17 @@ def _eigh_abstract_eval(x: ShapedArray, *, lower: bool, sort_eigenvalues: bool,
 
 def eigh(x: ArrayLike, *, lower: bool = True, symmetrize_input: bool = True,
          sort_eigenvalues: bool = True,
-         subset_by_index: tuple[int, int] | None = None) -> tuple[Array, Array]:
+         subset_by_index: tuple[int, int] | None = None,
+         implementation: EighImplementation | None = None) -> tuple[Array, Array]:
     """``(v, w)``: eigenvectors (columns of ``v``) and ascending eigenvalues of
     each Hermitian trailing matrix; only the ``lower`` (or upper) triangle is
-    read unless ``symmetrize_input``."""
+    read unless ``symmetrize_input``. ``implementation`` must be ``None`` or
+    ``EighImplementation.QR`` (LAPACK/cuSOLVER ``syevd``)."""
     aval = get_aval(x)
     _check_matrix("eigh", "x", aval, square=True)
+    if implementation not in (None, EighImplementation.QR):
+        raise ValueError(f"eigh: implementation={implementation} is not supported; lamina "
+                         "uses syevd (implementation=None or EighImplementation.QR)")
     if symmetrize_input:
         x = symmetrize(x)
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
@@ -452,12 +495,21 @@ def _eig_abstract_eval(x: ShapedArray, *, compute_left_eigenvectors: bool,
 
 def eig(x: ArrayLike, *, compute_left_eigenvectors: bool = True,
         compute_right_eigenvectors: bool = True, enable_eigvec_derivs: bool = False,
+        implementation: EigImplementation | None = None,
         use_magma: bool | None = None) -> list[Array]:
     """``[w, vl, vr]`` (those asked for): the complex eigenvalues and left/right
     eigenvectors (unit-norm columns) of each square trailing matrix; CPU only
     (LAPACK ``geev``). Eigenvalues are differentiable; eigenvectors only with
-    ``enable_eigvec_derivs`` (valid for distinct eigenvalues), as in JAX."""
+    ``enable_eigvec_derivs`` (valid for distinct eigenvalues), as in JAX.
+    ``implementation`` must be ``None`` or ``EigImplementation.LAPACK``:
+    lamina lowers ``eig`` with LAPACK on the host CPU."""
     _check_matrix("eig", "x", get_aval(x), square=True)
+    if use_magma:
+        implementation = EigImplementation.MAGMA
+    if implementation not in (None, EigImplementation.LAPACK):
+        raise ValueError(f"eig: implementation={implementation} is not supported; lamina "
+                         "computes eig with LAPACK (implementation=None or "
+                         "EigImplementation.LAPACK)")
     return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                            compute_right_eigenvectors=bool(compute_right_eigenvectors),
                            enable_eigvec_derivs=bool(enable_eigvec_derivs)))
@@ -675,6 +727,9 @@ svd_p = Primitive("svd", multiple_results=True)
 def _svd_abstract_eval(x: ShapedArray, *, full_matrices: bool, compute_uv: bool,
                        subset_by_index: Any, algorithm: Any) -> list[ShapedArray]:
     m, n = _check_matrix("svd", "x", x)
+    if algorithm is not None and not isinstance(algorithm, SvdAlgorithm):
+        raise TypeError(f"svd: argument 'algorithm' must be None or a lax.linalg.SvdAlgorithm, "
+                        f"got {algorithm!r}")
     if subset_by_index is not None and tuple(subset_by_index) != (0, min(m, n)):
         raise ValueError(f"svd: subset_by_index other than (0, min(m, n)) is not supported, "
                          f"got {subset_by_index}")
@@ -753,9 +808,379 @@ def _svd_jvp(primals: Any, tangents: Any, *, full_matrices: bool, compute_uv: bo
 jvp_rules[svd_p] = _svd_jvp
 _unary_batch(svd_p)
 
+# --- hessenberg (CPU) ------------------------------------------------------------------------
+
+hessenberg_p = Primitive("hessenberg", multiple_results=True)
+
+
+@hessenberg_p.def_abstract_eval
+def _hessenberg_abstract_eval(a: ShapedArray) -> list[ShapedArray]:
+    n, _ = _check_matrix("hessenberg", "a", a, square=True)
+    return [ShapedArray(a.shape, a.dtype), ShapedArray((*a.shape[:-2], max(n - 1, 0)), a.dtype)]
+
+
+def hessenberg(a: ArrayLike) -> tuple[Array, Array]:
+    """``(a, taus)``: the upper Hessenberg form of each square trailing matrix
+    in the upper triangle and first subdiagonal of ``a``, the Householder
+    reflectors below it with their scale factors ``taus`` (LAPACK's
+    ``gehrd``; CPU only, as in JAX). Not differentiable."""
+    _check_matrix("hessenberg", "a", get_aval(a), square=True)
+    h, taus = hessenberg_p.bind(a)
+    return h, taus
+
+
+_unary_batch(hessenberg_p)
+
+# --- schur (CPU) -------------------------------------------------------------------------------
+
+schur_p = Primitive("schur", multiple_results=True)
+
+
+@schur_p.def_abstract_eval
+def _schur_abstract_eval(x: ShapedArray, *, compute_schur_vectors: bool, sort_eig_vals: bool,
+                         select_callable: Any) -> list[ShapedArray]:
+    _check_matrix("schur", "x", x, square=True)
+    out = ShapedArray(x.shape, x.dtype)
+    return [out, out] if compute_schur_vectors else [out]
+
+
+def schur(x: ArrayLike, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable: Any = None) -> list[Array]:
+    """``[t, z]`` (``[t]`` without ``compute_schur_vectors``): the Schur form
+    ``x = z @ t @ z^H`` of each square trailing matrix, ``t`` quasi-upper
+    triangular for real input (2x2 blocks for complex eigenvalue pairs) and
+    upper triangular for complex input, ``z`` unitary (LAPACK's ``gees``;
+    CPU only, as in JAX). Eigenvalue sorting is not offered (JAX's lowering
+    refuses it too). Not differentiable."""
+    _check_matrix("schur", "x", get_aval(x), square=True)
+    if sort_eig_vals:
+        raise ValueError("schur: sort_eig_vals=True is not supported (LAPACK's gees sorting is "
+                         "not exposed by jaxlib's kernel, as in JAX)")
+    return list(schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors),
+                             sort_eig_vals=False, select_callable=select_callable))
+
+
+_unary_batch(schur_p)
+
+# --- tridiagonal reduction ------------------------------------------------------------------------
+
+tridiagonal_p = Primitive("tridiagonal", multiple_results=True)
+
+
+@tridiagonal_p.def_abstract_eval
+def _tridiagonal_abstract_eval(a: ShapedArray, *, lower: bool) -> list[ShapedArray]:
+    n, _ = _check_matrix("tridiagonal", "a", a, square=True)
+    if n == 0:
+        raise ValueError(f"tridiagonal: argument 'a' must be a non-empty square matrix, got "
+                         f"shape {a.shape}")
+    batch = tuple(a.shape[:-2])
+    real = common.real_dtype(a.dtype)
+    return [ShapedArray(a.shape, a.dtype), ShapedArray((*batch, n), real),
+            ShapedArray((*batch, n - 1), real), ShapedArray((*batch, n - 1), a.dtype)]
+
+
+def tridiagonal(a: ArrayLike, *, lower: bool = True) -> tuple[Array, Array, Array, Array]:
+    """``(a, d, e, taus)``: the reduction of each symmetric/Hermitian trailing
+    matrix to a real tridiagonal ``T = Q^H a Q`` with diagonal ``d`` and
+    off-diagonal ``e``; ``a`` keeps ``T`` and the reflectors of ``Q`` in its
+    ``lower`` (or upper) triangle, ``taus`` their scale factors (LAPACK's
+    ``sytrd``/``hetrd``). Only that triangle of the input is read."""
+    _check_matrix("tridiagonal", "a", get_aval(a), square=True)
+    arr, d, e, taus = tridiagonal_p.bind(a, lower=bool(lower))
+    return arr, d, e, taus
+
+
+_unary_batch(tridiagonal_p)
+
+# --- tridiagonal_solve -----------------------------------------------------------------------------
+
+tridiagonal_solve_p = Primitive("tridiagonal_solve")
+
+
+@tridiagonal_solve_p.def_abstract_eval
+def _tridiagonal_solve_abstract_eval(dl: ShapedArray, d: ShapedArray, du: ShapedArray,
+                                     b: ShapedArray, *, perturb_singular: bool) -> ShapedArray:
+    for name, aval in (("dl", dl), ("d", d), ("du", du), ("b", b)):
+        if aval.dtype not in common.INEXACT:
+            raise TypeError(f"tridiagonal_solve: argument {name!r} must have a floating or "
+                            f"complex dtype, got {aval.dtype}")
+        if aval.dtype != b.dtype:
+            raise TypeError(f"tridiagonal_solve: arguments {name!r} and 'b' must have the same "
+                            f"dtype, got {aval.dtype} and {b.dtype}")
+    if dl.shape != d.shape or du.shape != d.shape:
+        raise TypeError(f"tridiagonal_solve: arguments 'dl', 'd' and 'du' must have the same "
+                        f"shape, got {dl.shape}, {d.shape} and {du.shape}")
+    if b.ndim < 2 or tuple(b.shape[:-1]) != tuple(d.shape):
+        raise TypeError(f"tridiagonal_solve: argument 'b' must have shape d.shape + (k,) = "
+                        f"{(*d.shape, 'k')}, got {b.shape}")
+    return ShapedArray(b.shape, b.dtype)
+
+
+def tridiagonal_solve(dl: ArrayLike, d: ArrayLike, du: ArrayLike, b: ArrayLike, *,
+                      perturb_singular: bool = False) -> Array:
+    """Solves ``A @ x = b`` for the tridiagonal ``A`` with sub-diagonal ``dl``
+    (``dl[..., 0]`` is ignored), diagonal ``d`` and super-diagonal ``du``
+    (``du[..., -1]`` is ignored); ``b`` is ``(..., m, k)``. A singular system
+    gives NaNs unless ``perturb_singular``, which perturbs tiny pivots to
+    keep the result finite (as LAPACK-based JAX does)."""
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))
+
+
+def _shift_rows(x: Any, down: bool) -> Any:
+    """``x[..., i - 1, :]`` (``down``) or ``x[..., i + 1, :]`` at row ``i``,
+    zero where that row does not exist."""
+    shape = _shape(x)
+    nd = len(shape)
+    pad = [(0, 0, 0)] * nd
+    pad[-2] = (1, -1, 0) if down else (-1, 1, 0)
+    return st.pad(x, np.array(0, _dtype(x)), pad)
+
+
+def tridiagonal_product(dl: Any, d: Any, du: Any, x: Any) -> Any:
+    """``A @ x`` for the tridiagonal ``A`` of ``tridiagonal_solve``."""
+    shape = _shape(x)
+
+    def col(v: Any) -> Any:
+        return _broadcast_vec(v, shape, -2)
+
+    out = el.mul(col(d), x)
+    out = el.add(out, el.mul(col(dl), _shift_rows(x, down=True)))
+    return el.add(out, el.mul(col(du), _shift_rows(x, down=False)))
+
+
+def _tridiagonal_solve_jvp(primals: Any, tangents: Any, *, perturb_singular: bool) -> Any:
+    dl, d, du, b = primals
+    *diag_dots, b_dot = tangents
+    ans = tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=perturb_singular)
+    rhs = b_dot
+    if not all(helpers.is_zero(t) for t in diag_dots):
+        dl_dot, d_dot, du_dot = (helpers.instantiate(t) for t in diag_dots)
+        product = tridiagonal_product(dl_dot, d_dot, du_dot, ans)
+        rhs = el.neg(product) if helpers.is_zero(b_dot) else el.sub(b_dot, product)
+    if helpers.is_zero(rhs):
+        return ans, helpers.zero_from_primal(ans)
+    return ans, tridiagonal_solve_p.bind(dl, d, du, rhs, perturb_singular=perturb_singular)
+
+
+def _tridiagonal_solve_transpose(cot: Any, dl: Any, d: Any, du: Any, b: Any, *,
+                                 perturb_singular: bool) -> list[Any]:
+    if any(helpers.is_undefined_primal(x) for x in (dl, d, du)):
+        raise ValueError("tridiagonal_solve is linear only in its right-hand side 'b'; it "
+                         "cannot be transposed with respect to the diagonals")
+    if type(cot) is helpers.Zero:
+        return [None, None, None, helpers.Zero(b.aval)]
+    nd = len(_shape(d))
+    m = _shape(d)[-1]
+    zero = np.array(0, _dtype(d))
+    # A^T's sub-diagonal is A's super-diagonal moved down one row, and back.
+    dl_t = st.pad(st.slice_in_dim(du, 0, m - 1, axis=nd - 1), zero,
+                  [(0, 0, 0)] * (nd - 1) + [(1, 0, 0)])
+    du_t = st.pad(st.slice_in_dim(dl, 1, m, axis=nd - 1), zero,
+                  [(0, 0, 0)] * (nd - 1) + [(0, 1, 0)])
+    return [None, None, None,
+            tridiagonal_solve_p.bind(dl_t, d, du_t, cot, perturb_singular=perturb_singular)]
+
+
+def _tridiagonal_solve_batch(args: Sequence[Any], dims: Sequence[int | None],
+                             **params: Any) -> Any:
+    return tridiagonal_solve_p.bind(*_front_batch(tridiagonal_solve_p, args, dims),
+                                    **params), 0
+
+
+jvp_rules[tridiagonal_solve_p] = _tridiagonal_solve_jvp
+transpose_rules[tridiagonal_solve_p] = _tridiagonal_solve_transpose
+batching_rules[tridiagonal_solve_p] = _tridiagonal_solve_batch
+
+# --- ormqr ----------------------------------------------------------------------------------------
+
+ormqr_p = Primitive("ormqr")
+
+
+@ormqr_p.def_abstract_eval
+def _ormqr_abstract_eval(a: ShapedArray, taus: ShapedArray, c: ShapedArray, *, left: bool,
+                         transpose: bool) -> ShapedArray:
+    m, n = _check_matrix("ormqr", "a", a)
+    _check_matrix("ormqr", "c", c)
+    if taus.dtype != a.dtype or c.dtype != a.dtype:
+        raise TypeError(f"ormqr: arguments 'a', 'taus' and 'c' must have the same dtype, got "
+                        f"{a.dtype}, {taus.dtype} and {c.dtype}")
+    if taus.ndim != a.ndim - 1 or taus.shape[:-1] != a.shape[:-2] or taus.shape[-1] > min(m, n):
+        raise ValueError(f"ormqr: argument 'taus' must have shape {(*a.shape[:-2], 'k')} with "
+                         f"k <= {min(m, n)}, got {taus.shape}")
+    if c.shape[:-2] != a.shape[:-2]:
+        raise ValueError(f"ormqr: arguments 'a' and 'c' must have the same batch dimensions, "
+                         f"got shapes {a.shape} and {c.shape}")
+    rows = c.shape[-2] if left else c.shape[-1]
+    if rows != m:
+        side = "rows" if left else "columns"
+        raise ValueError(f"ormqr: with left={left}, argument 'c' must have {m} {side} (the rows "
+                         f"of 'a'), got shapes a {a.shape} and c {c.shape}")
+    return ShapedArray(c.shape, c.dtype)
+
+
+def ormqr(a: ArrayLike, taus: ArrayLike, c: ArrayLike, *, left: bool = True,
+          transpose: bool = False) -> Array:
+    """``Q @ c`` (``left``) or ``c @ Q``, with ``Q^H`` instead of ``Q`` under
+    ``transpose``, for the ``Q`` of the Householder reflectors in
+    ``a``/``taus`` (``geqrf``'s), without forming ``Q`` (LAPACK's
+    ``ormqr``/``unmqr``)."""
+    return ormqr_p.bind(a, taus, c, left=bool(left), transpose=bool(transpose))
+
+
+def ormqr_traceable(a: Any, taus: Any, c: Any, left: bool, transpose: bool) -> Any:
+    """``ormqr`` by applying the reflectors one by one (the lowering off the
+    LAPACK/cuSOLVER platforms)."""
+    a_shape = _shape(a)
+    nd = len(a_shape)
+    m = a_shape[-2]
+    k = _shape(taus)[-1]
+    batch = a_shape[:-2]
+    dtype = _dtype(a)
+    complex_ = dtype in common.COMPLEX
+    head = st.slice(a, (0,) * nd, (*batch, m, k))
+    v_all = el.add(_tril(head, -1), _eye((*batch, m, k), dtype))
+    taus_eff = el.conj(taus) if transpose and complex_ else taus
+    reverse = left != transpose
+    for step in range(k):
+        i = k - 1 - step if reverse else step
+        v = st.squeeze(st.slice_in_dim(v_all, i, i + 1, axis=nd - 1), (nd - 1,))
+        tau = st.squeeze(st.slice_in_dim(taus_eff, i, i + 1, axis=nd - 2), (nd - 2,))
+        cshape = _shape(c)
+        if left:  # c - tau v (v^H c)
+            vhc = red.reduce_sum(el.mul(_broadcast_vec(_conj(v), cshape, -2), c), (nd - 2,))
+            update = el.mul(_broadcast_vec(v, cshape, -2), _broadcast_vec(vhc, cshape, -1))
+        else:  # c - tau (c v) v^H
+            cv_ = red.reduce_sum(el.mul(c, _broadcast_vec(v, cshape, -1)), (nd - 1,))
+            update = el.mul(_broadcast_vec(cv_, cshape, -2),
+                            _broadcast_vec(_conj(v), cshape, -1))
+        c = el.sub(c, el.mul(st.broadcast_in_dim(tau, cshape, tuple(range(nd - 2))), update))
+    return c
+
+
+def _ormqr_batch(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> Any:
+    return ormqr_p.bind(*_front_batch(ormqr_p, args, dims), **params), 0
+
+
+batching_rules[ormqr_p] = _ormqr_batch
+
+# --- symmetric_product ------------------------------------------------------------------------------
+
+symmetric_product_p = Primitive("symmetric_product")
+
+
+@symmetric_product_p.def_abstract_eval
+def _symmetric_product_abstract_eval(a: ShapedArray, c: ShapedArray, *, alpha: Any,
+                                     beta: Any) -> ShapedArray:
+    m, _ = _check_matrix("symmetric_product", "a_matrix", a)
+    _check_matrix("symmetric_product", "c_matrix", c, square=True)
+    if c.shape[-1] != m or a.shape[:-2] != c.shape[:-2] or a.dtype != c.dtype:
+        raise ValueError(f"symmetric_product: argument 'c_matrix' must have shape "
+                         f"{(*a.shape[:-2], m, m)} and dtype {a.dtype} for 'a_matrix' of shape "
+                         f"{a.shape}, got {c.dtype}{list(c.shape)}")
+    return ShapedArray(c.shape, c.dtype)
+
+
+def symmetric_product(a_matrix: ArrayLike, c_matrix: ArrayLike, *, alpha: float = 1.,
+                      beta: float = 0., symmetrize_output: bool = False) -> Array:
+    """``alpha * a @ a^T + beta * c`` for symmetric ``c``; only the lower
+    triangle is guaranteed (cuBLAS ``syrk`` fills only that), unless
+    ``symmetrize_output`` mirrors it into the upper one."""
+    out = symmetric_product_p.bind(a_matrix, c_matrix, alpha=alpha, beta=beta)
+    if symmetrize_output:
+        out = el.add(_tril(out), _T(_tril(out, -1)))
+    return out
+
+
+def symmetric_product_traceable(a: Any, c: Any, alpha: Any, beta: Any) -> Any:
+    """The product computed with a matmul (the lowering off cuda)."""
+    return el.add(el.mul(_scalar(c, alpha), _mm(a, _T(a))), el.mul(_scalar(c, beta), c))
+
+
+def _symmetric_product_jvp(primals: Any, tangents: Any, *, alpha: Any, beta: Any) -> Any:
+    (a, c), (da, dc) = primals, tangents
+    out = symmetric_product_p.bind(a, c, alpha=alpha, beta=beta)
+    terms = []
+    if not helpers.is_zero(da):
+        ada = _mm(a, _T(da))
+        terms.append(el.mul(_scalar(out, alpha), el.add(ada, _T(ada))))
+    if not helpers.is_zero(dc):
+        terms.append(el.mul(_scalar(out, beta), dc))
+    if not terms:
+        return out, helpers.zero_from_primal(out)
+    return out, terms[0] if len(terms) == 1 else el.add(terms[0], terms[1])
+
+
+def _symmetric_product_batch(args: Sequence[Any], dims: Sequence[int | None],
+                             **params: Any) -> Any:
+    return symmetric_product_p.bind(*_front_batch(symmetric_product_p, args, dims),
+                                    **params), 0
+
+
+jvp_rules[symmetric_product_p] = _symmetric_product_jvp
+batching_rules[symmetric_product_p] = _symmetric_product_batch
+
+# --- cholesky_update -----------------------------------------------------------------------------
+
+cholesky_update_p = Primitive("cholesky_update")
+
+
+@cholesky_update_p.def_abstract_eval
+def _cholesky_update_abstract_eval(r: ShapedArray, w: ShapedArray) -> ShapedArray:
+    n, _ = _check_matrix("cholesky_update", "r_matrix", r, square=True)
+    if r.dtype not in common.FLOAT:
+        raise TypeError(f"cholesky_update: argument 'r_matrix' must have a real floating "
+                        f"dtype, got {r.dtype}")
+    if w.dtype != r.dtype or tuple(w.shape) != (*r.shape[:-2], n):
+        raise ValueError(f"cholesky_update: argument 'w_vector' must have shape "
+                         f"{(*r.shape[:-2], n)} and dtype {r.dtype}, got "
+                         f"{w.dtype}{list(w.shape)}")
+    return ShapedArray(r.shape, r.dtype)
+
+
+def cholesky_update(r_matrix: ArrayLike, w_vector: ArrayLike) -> Array:
+    """The upper Cholesky factor of ``r^T r + w w^T`` from the upper factor
+    ``r`` of ``r^T r``, by ``n`` Givens rotations (``O(n^2)``)."""
+    return cholesky_update_p.bind(r_matrix, w_vector)
+
+
+def cholesky_update_traceable(r: Any, w: Any) -> Any:
+    """The rank-1 update as a sequence of Givens rotations, one per row (the
+    lowering off cuda)."""
+    shape = _shape(r)
+    nd = len(shape)
+    n = shape[-1]
+    rows = []
+    for k in range(n):
+        row = st.squeeze(st.slice_in_dim(r, k, k + 1, axis=nd - 2), (nd - 2,))
+        x = st.squeeze(st.slice_in_dim(row, k, k + 1, axis=nd - 2), (nd - 2,))
+        y = st.squeeze(st.slice_in_dim(w, k, k + 1, axis=nd - 2), (nd - 2,))
+        # c, s of the rotation zeroing y against x, scaled to avoid overflow.
+        zero_y = el.eq(y, _scalar(y, 0))
+        scale = el.max(el.abs(x), el.abs(y))
+        scale = el.select(zero_y, _scalar(y, 1), scale)
+        xs, ys = el.div(x, scale), el.div(y, scale)
+        rh = el.rsqrt(el.add(el.mul(xs, xs), el.mul(ys, ys)))
+        c = el.select(zero_y, _scalar(x, 1), el.mul(xs, rh))
+        s = el.select(zero_y, _scalar(y, 0), el.neg(el.mul(ys, rh)))
+        cb = st.broadcast_in_dim(c, _shape(row), tuple(range(nd - 2)))
+        sb = st.broadcast_in_dim(s, _shape(row), tuple(range(nd - 2)))
+        rows.append(el.sub(el.mul(cb, row), el.mul(sb, w)))
+        w = el.add(el.mul(cb, w), el.mul(sb, row))
+    return st.concatenate([st.expand_dims(row, (nd - 2,)) for row in rows], nd - 2)
+
+
+def _cholesky_update_batch(args: Sequence[Any], dims: Sequence[int | None]) -> Any:
+    return cholesky_update_p.bind(*_front_batch(cholesky_update_p, args, dims)), 0
+
+
+batching_rules[cholesky_update_p] = _cholesky_update_batch
+
 __all__ = [
     "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "eig_p", "eigh_p",
-    "geqrf_p", "householder_product_p", "qr_p", "svd_p",
+    "geqrf_p", "householder_product_p", "qr_p", "svd_p", "hessenberg_p", "schur_p",
+    "tridiagonal_p", "tridiagonal_solve_p", "ormqr_p", "symmetric_product_p", "cholesky_update_p",
+    "EigImplementation", "EighImplementation", "SvdAlgorithm",
     "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "eig", "eigh", "geqrf",
-    "householder_product", "qr", "svd", "symmetrize",
+    "householder_product", "qr", "svd", "symmetrize", "hessenberg", "schur", "tridiagonal",
+    "tridiagonal_solve", "ormqr", "symmetric_product", "cholesky_update",
 ]

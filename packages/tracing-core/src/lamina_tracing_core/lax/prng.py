@@ -5,10 +5,14 @@ implicit broadcasting of rank-0/size-1 operands applies) and returns the two
 uint32 output words. The lowering layer lowers it, for instance through
 ``threefry2x32_lax`` below, which computes the same hash with lax ops (the
 20 rounds unrolled); ``lamina.random`` builds its keys and bits on it.
+
+``rng_bit_generator_p`` is XLA's ``RngBitGenerator`` (params ``shape``,
+``dtype``, ``algorithm``): the bits of the ``rbg`` and ``unsafe_rbg`` keys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,6 +21,7 @@ from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax import elementwise as ew
+from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import ArrayLike
 from lamina_tracing_core.primitives import Primitive
 
@@ -78,4 +83,58 @@ def threefry2x32_lax(key1: Any, key2: Any, x1: Any, x2: Any) -> list[Any]:
     return x
 
 
-__all__ = ["threefry2x32_p", "threefry2x32", "threefry2x32_lax"]
+# --- XLA's random bit generator -----------------------------------------------------------
+rng_bit_generator_p = Primitive("rng_bit_generator", multiple_results=True)
+
+_BIT_GENERATOR_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32),
+                         np.dtype(np.uint64))
+
+
+@rng_bit_generator_p.def_abstract_eval
+def _rng_bit_generator_abstract_eval(key: ShapedArray, *, shape: tuple[int, ...], dtype: Any,
+                                     algorithm: Any) -> list[ShapedArray]:
+    del algorithm
+    if key.dtype not in (dtypes.uint32, np.dtype(np.uint64)) or key.ndim != 1:
+        raise TypeError(f"rng_bit_generator: key must be a 1-D uint32 or uint64 array, got "
+                        f"{key.str_short()}")
+    return [ShapedArray(key.shape, key.dtype, False), ShapedArray(shape, np.dtype(dtype), False)]
+
+
+def _rng_bit_generator_batch(args: Any, dims: Any, *, shape: tuple[int, ...], dtype: Any,
+                             algorithm: Any) -> tuple[list[Any], list[int | None]]:
+    """As JAX: a batch of keys draws all its bits from its first key (one
+    generator call of shape ``(batch, *shape)``), whose successor replaces it."""
+    (keys,), (bdim,) = args, dims
+    if bdim is None:
+        out = rng_bit_generator_p.bind(keys, shape=shape, dtype=dtype, algorithm=algorithm)
+        return list(out), [None, None]
+    keys = helpers.moveaxis(keys, bdim, 0)
+    batch = keys.aval.shape[0] if hasattr(keys, "aval") else np.shape(keys)[0]
+    first = st.index_in_dim(keys, 0, 0, keepdims=False)
+    new_key, bits = rng_bit_generator_p.bind(first, shape=(batch, *shape), dtype=dtype,
+                                             algorithm=algorithm)
+    rest = st.slice_in_dim(keys, 1, batch, 1, 0)
+    new_keys = st.concatenate([st.expand_dims(new_key, (0,)), rest], 0)
+    return [new_keys, bits], [0, 0]
+
+
+rng_bit_generator_p.def_batching(_rng_bit_generator_batch)
+helpers.defjvp_zero(rng_bit_generator_p)  # integer bits: no derivative
+
+
+def rng_bit_generator(key: ArrayLike, shape: Sequence[int], dtype: Any = np.uint32,
+                      algorithm: Any = 0) -> tuple[Array, Array]:
+    """XLA's stateless bit generator: the next key and uniformly random bits of
+    ``shape`` and the unsigned ``dtype``. ``algorithm`` is a
+    ``RandomAlgorithm`` (default: the platform's, as in JAX); a ``uint32[4]``
+    key is the generator's ``u64[2]`` state, word for word."""
+    dt = np.dtype(dtype)
+    if dt not in _BIT_GENERATOR_DTYPES:
+        raise TypeError(f"rng_bit_generator: dtype must be an unsigned integer type, got {dt}")
+    dims = tuple(int(d) for d in shape)
+    new_key, bits = rng_bit_generator_p.bind(key, shape=dims, dtype=dt, algorithm=algorithm)
+    return new_key, bits
+
+
+__all__ = ["rng_bit_generator", "rng_bit_generator_p", "threefry2x32_p", "threefry2x32",
+           "threefry2x32_lax"]

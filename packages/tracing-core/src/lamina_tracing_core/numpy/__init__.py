@@ -25,6 +25,7 @@ import numpy as _np
 from lamina_tracing_core.numpy import array_methods as _array_methods
 from lamina_tracing_core.numpy import linalg
 from lamina_tracing_core.numpy import fft
+from lamina_tracing_core.numpy import key_arrays as _key_arrays
 from lamina_tracing_core.numpy._util import UnsupportedArgumentError
 from lamina_tracing_core.numpy.calculus import diff, ediff1d, gradient, interp, trapezoid
 from lamina_tracing_core.numpy.creation import (
@@ -480,7 +481,9 @@ nan = float("nan")
 
 def shape(a: Any) -> tuple[int, ...]:
     """The shape of ``a`` (any array-like)."""
-    return tuple(_np.shape(a)) if not hasattr(a, "aval") else tuple(a.shape)
+    if hasattr(a, "aval") or isinstance(a, _key_arrays.PRNGKeyArray):
+        return tuple(a.shape)
+    return tuple(_np.shape(a))
 
 
 def ndim(a: Any) -> int:

@@ -27,6 +27,7 @@ from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy import ufuncs
 from lamina_tracing_core.numpy.creation import asarray
+from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray, is_key_array, key_arrays_of
 
 _MODES = {None: lax.GatherScatterMode.FILL_OR_DROP, "fill": lax.GatherScatterMode.FILL_OR_DROP,
           "clip": lax.GatherScatterMode.CLIP,
@@ -73,6 +74,8 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     Out-of-bound indices give ``fill_value`` (NaN for floats) in the default
     'fill' mode; 'clip' clamps and 'wrap' wraps them."""
     _util.check_out("take", out)
+    if is_key_array(a):
+        return a.take(indices, axis)
     x = _util.operand("take", a, "a")
     idx = _index_operand("take", indices)
     if axis is None:
@@ -159,7 +162,21 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     if size is not None or fill_value is not None:
         raise ValueError("lamina.numpy.where: size and fill_value only apply to the "
                          "one-argument form")
+    if is_key_array(x) or is_key_array(y):
+        return _where_keys(condition, *key_arrays_of("lamina.numpy.where", (x, y), ("x", "y")))
     return _where3("where", condition, x, y)
+
+
+def _where_keys(condition: ArrayLike, x: PRNGKeyArray, y: PRNGKeyArray) -> PRNGKeyArray:
+    """``where`` over key arrays: the condition chooses whole keys."""
+    cond = _util.operand("lamina.numpy.where", condition, "condition")
+    shape = _util.broadcast_shapes("lamina.numpy.where", _util.shape_of(cond), x.shape, y.shape)
+    key_shape = x.impl.key_shape
+    cond = lax.reshape(_util.broadcast_to("lamina.numpy.where", cond, shape),
+                       shape + (1,) * len(key_shape))
+    x_data, y_data = (_util.broadcast_to("lamina.numpy.where", k.base, shape + key_shape)
+                      for k in (x, y))
+    return x.with_data(_where3("where", cond, x_data, y_data))
 
 
 def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike],

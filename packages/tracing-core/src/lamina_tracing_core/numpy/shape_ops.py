@@ -21,6 +21,8 @@ from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy.creation import asarray
 from lamina_tracing_core.numpy.indexing import take
+from lamina_tracing_core.numpy.key_arrays import (PRNGKeyArray, is_key_array, key_arrays_of,
+                                                   logical_axis)
 
 
 def _operand(fun: str, a: Any, name: str = "a") -> Any:
@@ -79,6 +81,8 @@ def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any 
         shape = newshape
     if shape is None:
         raise TypeError("lamina.numpy.reshape: missing the shape argument")
+    if is_key_array(a):
+        return a.reshape(shape, order=order)
     x = _operand("reshape", a)
     try:
         dims = _new_shape("reshape", shape, math.prod(_util.shape_of(x)))
@@ -89,6 +93,8 @@ def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any 
 
 def ravel(a: ArrayLike, order: str = "C") -> Array:
     """The flattened (1-D) ``a`` (in Fortran order with ``order='F'``)."""
+    if is_key_array(a):
+        return a.ravel(order)
     fortran = _check_order(order)
     x = _operand("ravel", a)
     dims = (math.prod(_util.shape_of(x)),)
@@ -97,6 +103,8 @@ def ravel(a: ArrayLike, order: str = "C") -> Array:
 
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """``a`` with its axes permuted (reversed by default)."""
+    if is_key_array(a):
+        return a.transpose(axes)
     x = _operand("transpose", a)
     nd = _util.ndim_of(x)
     if axes is None:
@@ -125,6 +133,14 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
 
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     """``a`` with axes ``source`` moved to positions ``destination``."""
+    if is_key_array(a):
+        src_axes = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
+        dst_axes = (destination,) if isinstance(destination, (int, np.integer)) \
+            else tuple(destination)
+        moved = moveaxis(
+            a.base, [logical_axis("moveaxis", s, a.ndim, "source") for s in src_axes],
+            [logical_axis("moveaxis", d, a.ndim, "destination") for d in dst_axes])
+        return a.with_data(moved)
     x = _operand("moveaxis", a)
     nd = _util.ndim_of(x)
     src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
@@ -142,6 +158,8 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
 
 def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     """``a`` with two axes exchanged."""
+    if is_key_array(a):
+        return a.swapaxes(axis1, axis2)
     x = _operand("swapaxes", a)
     nd = _util.ndim_of(x)
     i = _util.canonicalize_axis("swapaxes", axis1, nd, "axis1")
@@ -167,6 +185,8 @@ def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
 
 def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """``a`` without the size-1 axes ``axis`` (all of them by default)."""
+    if is_key_array(a):
+        return a.squeeze(axis)
     x = _operand("squeeze", a)
     shape = _util.shape_of(x)
     if axis is None:
@@ -183,8 +203,12 @@ def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
 
 def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     """``a`` with new size-1 axes at positions ``axis`` of the result."""
-    x = _operand("expand_dims", a)
     items = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if is_key_array(a):
+        out_rank = a.ndim + len(items)
+        return a.with_data(lax.expand_dims(a.base, tuple(
+            logical_axis("expand_dims", i, out_rank) for i in items)))
+    x = _operand("expand_dims", a)
     out_nd = _util.ndim_of(x) + len(items)
     axes = _util.canonicalize_axes("expand_dims", items, out_nd)
     return lax.expand_dims(x, axes)
@@ -201,6 +225,9 @@ def broadcast_to(array: ArrayLike, shape: Any) -> Array:
     """``array`` broadcast to ``shape``."""
     items = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     dims = tuple(_util.concrete_int("broadcast_to", d, "the shape") for d in items)
+    if is_key_array(array):
+        return array.with_data(_util.broadcast_to(
+            "broadcast_to", array.base, dims + array.impl.key_shape))
     return _util.broadcast_to("broadcast_to", _operand("broadcast_to", array, "array"), dims)
 
 
@@ -264,8 +291,29 @@ def _sequence(fun: str, arrays: Any) -> list[Any]:
     return [_util.operand(fun, a, f"arrays[{i}]") for i, a in enumerate(items)]
 
 
+def _key_sequence(fun: str, arrays: Any) -> list[PRNGKeyArray] | None:
+    """The key arrays to join, when ``arrays`` holds any (all must be keys of
+    one implementation); None for ordinary arrays."""
+    if is_key_array(arrays):
+        return list(arrays)
+    if not isinstance(arrays, (list, tuple)) or not any(is_key_array(a) for a in arrays):
+        return None
+    return key_arrays_of(f"lamina.numpy.{fun}", arrays,
+                         [f"arrays[{i}]" for i in range(len(arrays))])
+
+
 def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Array:
     """The arrays joined along an existing ``axis`` (flattened first if None)."""
+    keys = _key_sequence("concatenate", arrays)
+    if keys is not None:
+        if axis is None:
+            keys = [k.ravel() for k in keys]
+            axis = 0
+        if keys[0].ndim == 0:
+            raise ValueError("lamina.numpy.concatenate: zero-dimensional key arrays cannot be "
+                             "concatenated")
+        ax = logical_axis("lamina.numpy.concatenate", axis, keys[0].ndim)
+        return keys[0].with_data(lax.concatenate([k.base for k in keys], ax))
     xs = _sequence("concatenate", arrays)
     if axis is None:
         xs = [ravel(x) for x in xs]
@@ -294,6 +342,14 @@ concat = concatenate
 def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Array:
     """The arrays (all of one shape) joined along a new ``axis``."""
     _util.check_out("stack", out)
+    keys = _key_sequence("stack", arrays)
+    if keys is not None:
+        if len({k.shape for k in keys}) > 1:
+            raise ValueError(f"lamina.numpy.stack: all input key arrays must have the same "
+                             f"shape, got {sorted({k.shape for k in keys})}")
+        ax = logical_axis("lamina.numpy.stack", axis, keys[0].ndim + 1)
+        return keys[0].with_data(lax.concatenate(
+            [lax.expand_dims(k.base, (ax,)) for k in keys], ax))
     xs = _sequence("stack", arrays)
     shapes = {_util.shape_of(x) for x in xs}
     if len(shapes) > 1:

@@ -1,0 +1,14 @@
+"""``lamina._src``: thin shims for the few private ``jax._src`` names that
+libraries import when they load (under the alias, ``jax._src.<name>``).
+
+JAX's ``jax._src`` is its implementation, not an API; lamina reproduces only
+names whose behaviour is simple and stable, each documented where it is
+defined and listed in the README's differences:
+
+- ``traceback_util``: ``register_exclusion``, ``include_frame``,
+  ``api_boundary``, ``_exclude_paths`` (equinox, flax);
+- ``dispatch.wait_for_tokens`` (equinox);
+- ``dtypes``: ``jax.dtypes`` plus ``TypePromotionError``, ``ExtendedDType``,
+  ``DType``, ``supports_inf`` (equinox, flax);
+- ``core``: the names of :mod:`lamina.core` (flax).
+"""
