@@ -34,7 +34,7 @@ from lamina_interpreters_pxla.sharding import get_current_mesh
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_mlir_lowering import UNSPECIFIED
-from lamina_tracing_core import core
+from lamina_tracing_core import core, dtypes
 from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_body
@@ -150,7 +150,7 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
     key: Hashable | None
     try:
         key = (in_tree, blocks, in_specs, mesh, manual, sm.check_vma, _spec_key(sm.out_specs),
-               dbg.arg_names, core.bound_axis_names())
+               dbg.arg_names, core.bound_axis_names(), dtypes.x64_state.enabled)
         hash(key)
     except TypeError:
         key = None

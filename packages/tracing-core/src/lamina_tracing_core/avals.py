@@ -79,16 +79,19 @@ class ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
     def str_short(self) -> str:
-        """``f32[3,4]``, the form jaxprs print."""
-        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        """``f32[3,4]`` (``f32[8@X,4]`` with a sharding in the type), the form
+        jaxprs print."""
+        return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]"
+
+    def _dims_str(self) -> str:
+        if self.sharding is not None:
+            return ",".join(self.sharding.dim_str(d, n) for d, n in enumerate(self.shape))
+        return ",".join(map(str, self.shape))
 
     def str_long(self) -> str:
         """``float32[3,4]`` (``float32[8@X,4]`` with a sharding in the type),
         the form JAX's messages and reprs print."""
-        if self.sharding is not None:
-            dims = ",".join(self.sharding.dim_str(d, n) for d, n in enumerate(self.shape))
-            return f"{self.dtype.name}[{dims}]"
-        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+        return f"{self.dtype.name}[{self._dims_str()}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
