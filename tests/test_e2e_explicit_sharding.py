@@ -162,3 +162,27 @@ def test_sharding_module_names(devices8):
     assert lx.P is shd.PartitionSpec
     with shd.use_abstract_mesh(shd.AbstractMesh((2,), ("i",), AxisType.Explicit)):
         assert shd.get_abstract_mesh().explicit_axes == ("i",)
+
+
+def test_structural_rules_match_jax(mesh):
+    # JAX 0.10.2 prints these types for the same program
+    want = ["float32[8@X,4,2@Y,3]", "float32[8@X,1,4,6@Y]", "float32[8,24]",
+            "float32[8@X,2,6@Y]", "float32[8@X,8,6@Y]", "int32[8@X,6@Y]",
+            "float32[1,8@X,4,6@Y]", "float32[8@X,4,6@Y]", "float32[8@X,4,6@Y]"]
+    with lx.set_mesh(mesh):
+        x = lx.device_put(np.ones((8, 4, 6), np.float32), P("X", None, "Y"))
+        got = []
+
+        def f(a):
+            outs = [a.reshape(8, 4, 2, 3), a.reshape(8, 1, 4, 6),
+                    jnp.ones((8, 4, 6)).reshape(8, 24) + 0, a[:, 1:3],
+                    jnp.concatenate([a, a], axis=1), jnp.argmax(a, axis=1),
+                    jnp.expand_dims(a, 0), a[:, :, None].squeeze(2), jnp.cumsum(a, axis=1)]
+            got.extend(str(lx.typeof(v)) for v in outs)
+            with pytest.raises(TypeError, match=r"reshape of float32\[8@X,4,6@Y\] to "
+                                                r"\[2, 4, 4, 6\]: dimension 0"):
+                a.reshape(2, 4, 4, 6)
+            return outs
+
+        lx.jit(f)(x)
+        assert got == want

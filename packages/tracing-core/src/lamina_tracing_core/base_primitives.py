@@ -405,6 +405,7 @@ param_printers[broadcast_in_dim_p] = _broadcast_in_dim_printer
 
 # --- reshape ---------------------------------------------------------------------
 reshape_p = Primitive("reshape")
+sit.register(reshape_p, sit.reshape)
 
 
 @reshape_p.def_abstract_eval

@@ -30,7 +30,8 @@ from lamina_tracing_core.primitives import Primitive
 
 __all__ = ["ShardingTypeError", "sharding_rules", "register", "apply_rule", "elementwise",
            "same_as_first", "reduction", "broadcast_in_dim", "transpose", "dot_general",
-           "any_sharded", "user_spec", "types_sharded"]
+           "any_sharded", "user_spec", "types_sharded", "squeeze", "concatenate", "reshape",
+           "keep_unchanged"]
 
 Rule = Callable[..., list[TypeSharding | None]]
 sharding_rules: dict[Primitive, Rule] = {}
@@ -58,7 +59,10 @@ def apply_rule(prim: Primitive, in_avals: Sequence[ShapedArray], out: Any,
     if rule is None:
         return out
     outs = list(out) if prim.multiple_results else [out]
-    shardings = rule(*in_avals, **params)
+    if rule in _RESULT_AWARE:
+        shardings = rule(outs, *in_avals, **params)
+    else:
+        shardings = rule(*in_avals, **params)
     for s, aval in zip(shardings, outs):
         if s is not None:
             _check_legal(prim, s, aval)
@@ -196,6 +200,82 @@ def dot_general(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: Any,
     free_l = [ls[d] for d in range(lhs.ndim) if d not in lc and d not in lb]
     free_r = [rs[d] for d in range(rhs.ndim) if d not in rc and d not in rb]
     return [_make(mesh, batch + free_l + free_r)]
+
+
+def squeeze(x: ShapedArray, *, dimensions: Sequence[int], **_: Any
+            ) -> list[TypeSharding | None]:
+    if x.sharding is None:
+        return [None]
+    return [_make(x.sharding.mesh, [s for d, s in enumerate(_spec(x)) if d not in dimensions])]
+
+
+def concatenate(*avals: ShapedArray, dimension: int, **_: Any) -> list[TypeSharding | None]:
+    """The operands' agreeing shardings; the joined dimension is not split."""
+    mesh = _mesh_of(avals)
+    ndim = avals[0].ndim
+    spec: list[tuple[str, ...]] = [()] * ndim
+    for a in avals:
+        for d, axes in enumerate(_spec(a)):
+            if d == dimension or not axes:
+                continue
+            if spec[d] and axes != spec[d]:
+                raise ShardingTypeError(
+                    f"concatenate operands are split differently along dimension {d}: "
+                    f"{spec[d]} and {axes}")
+            spec[d] = axes
+    return [_make(mesh, spec)]
+
+
+def reshape(outs: list[ShapedArray], x: ShapedArray, *, sharding: Any = None,
+            **_: Any) -> list[TypeSharding | None]:
+    """A split dimension keeps its axes where it stays the major part of an
+    output dimension of the same start (merging it as the major dimension or
+    splitting it with its axes on the major part); otherwise ambiguous unless
+    the reshape's ``sharding`` says what the result is."""
+    if x.sharding is None:
+        return [None]
+    if sharding is not None:
+        return [user_spec(sharding, x.sharding.mesh, outs[0].ndim)]
+    out_shape = outs[0].shape
+    sizes = x.sharding.mesh.shape
+    spec: list[tuple[str, ...]] = [()] * len(out_shape)
+    starts_out: dict[int, int] = {}
+    prod = 1
+    for j, n in enumerate(out_shape):
+        starts_out.setdefault(prod, j)
+        prod *= n
+    prod = 1
+    for d, (n, axes) in enumerate(zip(x.shape, _spec(x))):
+        if axes:
+            count = 1
+            for a in axes:
+                count *= sizes[a]
+            j = starts_out.get(prod, len(out_shape))
+            while j < len(out_shape) and out_shape[j] == 1 and n != 1:
+                j += 1
+            if j >= len(out_shape) or out_shape[j] % count:
+                raise ShardingTypeError(
+                    f"reshape of {x.str_long()} to {list(out_shape)}: dimension {d}, split "
+                    f"over {axes}, does not stay the major part of an output dimension "
+                    f"divisible by {count}; reshard it first")
+            spec[j] = axes
+        prod *= n
+    return [_make(x.sharding.mesh, spec)]
+
+
+def keep_unchanged(outs: list[ShapedArray], x: ShapedArray, *_: ShapedArray,
+                   **__: Any) -> list[TypeSharding | None]:
+    """Slices, pads, reversals: dimensions that keep their size keep their
+    axes; a resized dimension is not split in the result."""
+    if x.sharding is None or outs[0].ndim != x.ndim:
+        return [None]
+    return [_make(x.sharding.mesh, [axes if n_in == n_out else ()
+                                    for axes, n_in, n_out in zip(_spec(x), x.shape,
+                                                                 outs[0].shape)])]
+
+
+#: Rules that also take the result types (first argument).
+_RESULT_AWARE = {reshape, keep_unchanged}
 
 
 def _spec_tuple(spec: Sequence[tuple[str, ...]]) -> tuple[Any, ...]:

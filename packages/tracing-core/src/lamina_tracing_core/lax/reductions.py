@@ -146,6 +146,7 @@ jvp_rules[reduce_prod_p] = _reduce_prod_jvp
 # --- argmax / argmin ---------------------------------------------------------------------
 def _argminmax(name: str) -> Primitive:
     prim = Primitive(name)
+    sit.register(prim, sit.reduction)
 
     def abstract_eval(operand: ShapedArray, *, axes: tuple[int, ...],
                       index_dtype: Any) -> ShapedArray:
