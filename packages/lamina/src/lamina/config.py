@@ -142,6 +142,7 @@ _ALIASES = {
 #: settings that do not change what tracing produces (the persistent trace
 #: cache's key leaves them out)
 _NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disable_jit",
+                          "log_compiles",
                           "persistent_trace_cache", "persistent_trace_cache_verify",
                           *cache_config.names()})
 

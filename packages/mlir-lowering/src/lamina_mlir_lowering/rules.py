@@ -120,7 +120,8 @@ class ModuleContext:
 
     __slots__ = ("context", "module", "types", "locations", "platforms", "axis_context",
                  "num_replicas", "num_partitions", "sharding_format", "functions",
-                 "_symbols", "keepalive", "_rule_cache", "host_callbacks", "token", "mesh")
+                 "_symbols", "keepalive", "_rule_cache", "host_callbacks", "token",
+                 "sharding_inspectors", "mesh")
 
     def __init__(self, context: ir.Context, module: ir.Module, *, platforms: tuple[str, ...],
                  axis_context: AxisContext | None, num_replicas: int, num_partitions: int,
@@ -141,6 +142,8 @@ class ModuleContext:
         self._rule_cache: dict[tuple[str, ...], dict[Primitive, ResolvedRules]] = {}
         self.host_callbacks: list[Callable[..., Any]] = []
         self.token: Value | None = None
+        #: the functions XLA's partitioner calls back with a sharding (kept alive)
+        self.sharding_inspectors: list[Callable[..., Any]] = []
         #: The module's Shardy mesh (``@mesh``), which manual computations name.
         self.mesh: MeshShape | None = None
 

@@ -78,6 +78,13 @@ class ShapedArray:
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
+    def to_tangent_aval(self) -> ShapedArray:
+        """The aval of this value's tangents: itself when inexact (weak type
+        included, as in JAX), a ``float0`` array for integer and boolean values."""
+        if dtypes.is_inexact(self.dtype) or self.dtype == dtypes.float0:
+            return self
+        return ShapedArray(self.shape, dtypes.float0, False)
+
     def str_short(self) -> str:
         """``f32[3,4]`` (``f32[8@X,4]`` with a sharding in the type), the form
         jaxprs print."""

@@ -23,6 +23,7 @@ from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.control_flow import fori_loop, switch, while_loop
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.lax import common as lax_common
+from lamina_tracing_core.lax.helpers import operand_origin
 from lamina_tracing_core.numpy import _util
 
 __all__ = ["expm", "expm_frechet", "funm", "polar", "rsf2csf", "schur", "solve_sylvester",
@@ -37,7 +38,7 @@ def _square(fun: str, name: str, a: Any, *, batched: bool = False) -> Any:
     if (len(shape) < 2 if batched else len(shape) != 2) or shape[-1] != shape[-2]:
         what = "a (batch of) square matrices" if batched else "a square matrix"
         raise ValueError(f"lamina.scipy.linalg.{fun}: argument {name!r} must be {what}, got "
-                         f"shape {shape}")
+                         f"shape {shape}{operand_origin(a)}")
     return a
 
 
