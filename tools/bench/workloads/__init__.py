@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 
 AREA_MODULES = (".pytrees", ".tracing", ".lowering", ".dispatch", ".steps", ".imports",
-                ".retention")
+                ".retention", ".callbacks", ".warm_start", ".kernels", ".scipy_random")
 
 
 def load_all() -> None:

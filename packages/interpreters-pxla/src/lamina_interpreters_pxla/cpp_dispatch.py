@@ -20,7 +20,8 @@ The C++ function is what ``jit`` and ``pmap`` return, with no Python frame in
 front of it, so the state a call depends on besides its arguments is kept in
 jaxlib configs that are part of the C++ cache key: whether a staging trace is
 this thread's dynamic trace (tracing-core's ``staging_hooks``), the x64
-flag (``dtypes.x64_hooks``) and pmap's layout (``pmap_chunked_shards``);
+flag (``dtypes.x64_hooks``), the trace settings (``trace_settings.hooks``) and
+pmap's layout (``pmap_chunked_shards``);
 layers above add theirs (jit's ``disable_jit``).
 A call in any other state than the one a fastpath was made in is a miss, and
 the Python path stages the call, or runs it as that state says.
@@ -36,7 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from lamina_linear_util import tree_util as tu
-from lamina_tracing_core import core, dtypes
+from lamina_tracing_core import core, dtypes, trace_settings
 
 from lamina_interpreters_pxla._jaxlib import _jax
 from lamina_interpreters_pxla.array import Array, array_from_children
@@ -167,8 +168,11 @@ _X64: Any = _jax.config.Config("lamina_jit_x64", dtypes.x64_state.enabled,
                                include_in_jit_key=True)
 _PMAP_CHUNKED: Any = _jax.config.Config("lamina_pmap_chunked_shards",
                                         config.pmap_chunked_shards, include_in_jit_key=True)
+_TRACE_SETTINGS: Any = _jax.config.Config("lamina_jit_trace_settings", trace_settings.state.key,
+                                          include_in_jit_key=True)
 core.staging_hooks.append(_STAGING.set_local)
 dtypes.x64_hooks.append(_X64.set_global)
+trace_settings.hooks.append(_TRACE_SETTINGS.set_global)
 
 
 def _mirror_runtime_setting(name: str, value: Any) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -46,6 +47,7 @@ from lamina_interpreters_pxla.array import (
 )
 from lamina_interpreters_pxla.backends import default_device, lowering_platform
 from lamina_interpreters_pxla import buffer_use
+from lamina_interpreters_pxla.compiler import log_compilation
 from lamina_interpreters_pxla.donation import deleted_argument_error
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
@@ -54,6 +56,8 @@ from lamina_interpreters_pxla.executable import (
     output_shardings_of,
     runtime_error,
 )
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
+from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.sharding import (
     GSPMDSharding,
@@ -69,7 +73,7 @@ from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.base_primitives import convert_element_type_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
 from lamina_tracing_core.primitives import Primitive
-from lamina_tracing_core.source_info import SourceInfo
+from lamina_tracing_core.source_info import SourceInfo, current_source_info
 
 _PYTHON_SCALARS = (bool, int, float, complex)
 
@@ -155,6 +159,8 @@ class _Entry:
         finally:
             buffer_use.done_using(impls)
         outs = results.consume_with_handlers(self.handlers)
+        if _float_checks.any:
+            _check_results(self.name, [Array(o) for o in outs])
         if self.multiple_results:
             return [Array(o) for o in outs]
         return Array(outs[0])
@@ -213,6 +219,17 @@ class _Entry:
             for i, impl in zip(moves, placed):
                 impls[i] = impl
         return impls
+
+
+def _check_results(name: str, outs: Sequence[Any]) -> None:
+    """debug_nans/debug_infs for one eager primitive: the error names it and
+    the user's line that applied it."""
+    if is_suspended():
+        return
+    bad = first_bad(outs)
+    if bad is not None:
+        raise FloatingPointError(f"invalid value ({bad[1]}) encountered in {name} at "
+                                 f"{current_source_info()}")
 
 
 #: distinct scalar values cached per argument position of an entry
@@ -467,8 +484,10 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
         f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
         num_partitions=n)
     options = BuildOptions(num_partitions=n)
+    start = time.perf_counter()
     loaded = compile_module(lowering.module, devices, options, name=f"jit_{prim.name}",
                             host_callbacks=lowering.host_callbacks)
+    log_compilation(prim.name, lowering.arg_names, in_avals, time.perf_counter() - start)
     out_shardings = _output_shardings(loaded, devices, out_avals, placement)
     return Executable(loaded, name=prim.name, in_avals=in_avals, out_avals=out_avals,
                       in_shardings=placement.in_shardings, out_shardings=out_shardings,

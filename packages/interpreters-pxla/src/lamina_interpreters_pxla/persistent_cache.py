@@ -78,7 +78,7 @@ from lamina_mlir_lowering.__about__ import __version__ as lowering_version
 __all__ = [
     "PersistentCacheConfig", "PersistentCacheWarning", "PersistentCache", "cache_config",
     "active_cache", "is_initialized", "reset_cache", "set_cache_dir", "report", "disk_stats",
-    "entry_key", "ENTRY_SUFFIX",
+    "entry_key", "ENTRY_SUFFIX", "pack_entry", "unpack_entry", "write_atomically",
 ]
 
 logger = logging.getLogger("lamina.cache")
@@ -255,15 +255,16 @@ def calls_back(module_bytes: bytes) -> bool:
 disk_stats = {"hits": 0, "misses": 0, "writes": 0, "skipped": 0, "errors": 0}
 
 
-def report(name: str, outcome: str, detail: str = "") -> None:
+def report(name: str, outcome: str, detail: str = "", cache: str = "compilation") -> None:
     """Reports a persistent cache event for the program ``name``: ``outcome`` is
-    ``hit``, ``miss``, ``write``, ``skip`` or ``error``. Logged on the
+    ``hit``, ``miss``, ``write``, ``skip`` or ``error``; ``cache`` is
+    ``compilation`` or ``trace``. Logged on the
     ``lamina.cache`` logger, at WARNING when ``explain_cache_misses`` is on
     (beside the other cache explanations), else at DEBUG; compile logging
     calls it too."""
     level = logging.WARNING if explain_cache_misses_enabled() else logging.DEBUG
     if logger.isEnabledFor(level):
-        text = f"persistent compilation cache {outcome} for {name}"
+        text = f"persistent {cache} cache {outcome} for {name}"
         logger.log(level, "explain: %s%s", text, f": {detail}" if detail else "")
 
 
@@ -346,7 +347,7 @@ class PersistentCache:
             report(name, "skip", f"{len(blob)} bytes, over compilation_cache_max_size")
             return
         try:
-            self._write(self.path(key, name), blob)
+            write_atomically(self.path(key, name), blob)
         except OSError as e:
             disk_stats["errors"] += 1
             warnings.warn(f"compile_module: could not write the persistent compilation cache "
@@ -357,21 +358,6 @@ class PersistentCache:
         report(name, "write", f"{len(blob)} bytes")
         if max_size > 0:
             self.evict(max_size)
-
-    def _write(self, path: str, blob: bytes) -> None:
-        os.makedirs(self.directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=ENTRY_SUFFIX)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide entries from other users
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
 
     def entries(self) -> list[tuple[float, int, str]]:
         """(modification time, size, path) of every entry."""
@@ -404,6 +390,14 @@ class PersistentCache:
                 pass
             total -= size
 
+    def clear(self) -> None:
+        """Deletes every entry."""
+        for _, _, path in self.entries():
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
     def xla_cache_overrides(self, platform: str) -> tuple[tuple[str, Any], ...]:
         """XLA's own GPU caches in this directory (nothing on other platforms)."""
         if platform not in ("cuda", "rocm", "gpu"):
@@ -414,6 +408,25 @@ class PersistentCache:
             if choice in ("all", option):
                 out.append((option, os.path.join(self.directory, option)))
         return tuple(out)
+
+
+def write_atomically(path: str, blob: bytes) -> None:
+    """Writes ``blob`` to a temporary file beside ``path``, then renames it over
+    ``path``: a reader sees the old file or the whole new one, never a part."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide entries from other users
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 # --- the process's cache ----------------------------------------------------------------------

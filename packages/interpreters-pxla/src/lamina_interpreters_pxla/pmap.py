@@ -35,7 +35,7 @@ import numpy as np
 from lamina_linear_util import api_util, tree_util
 from lamina_linear_util.errors import NonHashableStaticArgumentError
 from lamina_linear_util.linear_util import WrappedFun, wrap_init
-from lamina_tracing_core import core, dtypes
+from lamina_tracing_core import core, dtypes, trace_settings
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
 
 from lamina_interpreters_pxla import backends
@@ -46,6 +46,7 @@ from lamina_interpreters_pxla.cpp_dispatch import (
     fastpath,
     new_cpp_function,
 )
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.pmap_config import chunked_shards
 from lamina_interpreters_pxla.pmap_execution import (
     PmapCallParams,
@@ -240,7 +241,7 @@ class PmapFunction:
             if named is None:
                 raise
             raise named from None
-        if exe is None or exe._select is not None or exe.has_effects:
+        if exe is None or exe._select is not None or exe.has_effects or _float_checks.any:
             return out, None, False
         return out, fastpath(exe.loaded, flat, exe.in_shardings, exe.kept_var_idx, out), False
 
@@ -275,7 +276,8 @@ class PmapFunction:
                 leaf_keys.append((t,))
             else:
                 return None
-        key = (tree, static_key, tuple(leaf_keys), chunked_shards(), dtypes.x64_enabled())
+        key = (tree, static_key, tuple(leaf_keys), chunked_shards(), dtypes.x64_enabled(),
+               trace_settings.state.key)
         return key, flat
 
     def _call_slow(self, args: tuple[Any, ...], kwargs: dict[str, Any],

@@ -27,6 +27,7 @@ The impl rule caches step 1-3 per (function, argument types, params) with
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ import numpy as np
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, ArrayImplClass, Device
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
+from lamina_interpreters_pxla.compiler import log_compilation
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
+from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
     Executable,
@@ -330,7 +334,22 @@ class PmapExecutable(Executable):
         outs = self.execute(impls)
         if self._select is not None:
             outs = self._select_replicas(outs)
-        return [Array(o) for o in outs]
+        arrays = [Array(o) for o in outs]
+        if _float_checks.any:
+            self._check_results(arrays)
+        return arrays
+
+    def _check_results(self, arrays: list[Array]) -> None:
+        """debug_nans/debug_infs: a mapped program is not searched equation by
+        equation (its collectives need every replica); the error names the
+        function and the result."""
+        bad = first_bad(arrays)
+        if bad is not None and not is_suspended():
+            i, kind = bad
+            name = self.result_names[i] if i < len(self.result_names) else None
+            raise FloatingPointError(
+                f"invalid value ({kind}) encountered in {self.name}'s result "
+                f"{name or i}")
 
     def _same_type(self, i: int, aval: Any) -> bool:
         want = self.in_avals[i]
@@ -393,9 +412,12 @@ def compile_pmap(traced: TracedPmap, lowering: LoweringResult,
                  devices: Sequence[Device]) -> PmapExecutable:
     """Step 3: compile ``lowering`` for ``devices`` (one per replica)."""
     params = traced.params
+    start = time.perf_counter()
     loaded = compile_module(lowering.module, devices,
                             BuildOptions(num_replicas=traced.num_replicas, use_shardy=False),
                             name=lowering.module_name, host_callbacks=lowering.host_callbacks)
+    log_compilation(f"pmap({params.name})", traced.arg_names, traced.in_avals,
+                    time.perf_counter() - start)
     # ``axis_size`` is the share of the mapped axis the caller passes: all of
     # it (the arrays span every replica), or this process's entries when the
     # axis spans several processes (the arrays live on this process's devices).

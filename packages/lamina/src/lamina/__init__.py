@@ -30,13 +30,13 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ShapeDtypeStruct": ("lamina_sharded_jit.api", "ShapeDtypeStruct"),
     "typeof": ("lamina_tracing_core.avals", "get_aval"),  # JAX's name for value -> aval
     "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
-    "ensure_compile_time_eval": ("lamina_tracing_core.core", "eval_context"),
     "remat": ("lamina_tracing_core.checkpoint", "remat"),
     "checkpoint_policies": ("lamina_tracing_core.checkpoint", "checkpoint_policies"),
     "custom_jvp": ("lamina_tracing_core.custom_derivatives", "custom_jvp"),
     "custom_vjp": ("lamina_tracing_core.custom_derivatives", "custom_vjp"),
     "named_call": ("lamina.api_extras", "named_call"),
     "named_scope": ("lamina.api_extras", "named_scope"),
+    "ensure_compile_time_eval": ("lamina.api_extras", "ensure_compile_time_eval"),
     "jacobian": ("lamina_tracing_core.api", "jacrev"),  # JAX's jacobian is reverse mode
     "linear_transpose": ("lamina.transforms", "linear_transpose"),
     "custom_gradient": ("lamina.custom_derivatives", "custom_gradient"),
@@ -44,8 +44,12 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "float0": ("lamina_tracing_core.dtypes", "float0"),
     "enable_x64": ("lamina.runtime_api", "enable_x64"),
     "default_device": ("lamina.runtime_api", "default_device"),
+    "numpy_rank_promotion": ("lamina.runtime_api", "numpy_rank_promotion"),
+    "numpy_dtype_promotion": ("lamina.runtime_api", "numpy_dtype_promotion"),
+    "default_matmul_precision": ("lamina.runtime_api", "default_matmul_precision"),
     "make_mesh": ("lamina.runtime_api", "make_mesh"),
     "process_indices": ("lamina.runtime_api", "process_indices"),
+    "live_arrays": ("lamina.runtime_api", "live_arrays"),
     "copy_to_host_async": ("lamina.runtime_api", "copy_to_host_async"),
     "print_environment_info": ("lamina.runtime_api", "print_environment_info"),
     "Device": ("lamina_interpreters_pxla._jaxlib", "DeviceClass"),
@@ -101,6 +105,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "debug": ("lamina.debug", None),
     "pure_callback": ("lamina.callbacks", "pure_callback"),
     "effects_barrier": ("lamina_interpreters_pxla.effects_runtime", "effects_barrier"),
+    "clear_persistent_caches": ("lamina_sharded_jit.persistent_trace", "clear_persistent_caches"),
 }
 
 #: attributes that must not pull in the runtime: ``lamina.distributed.launch``

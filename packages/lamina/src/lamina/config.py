@@ -18,6 +18,17 @@ disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
 compilation_cache_dir     LAMINA_COMPILATION_CACHE_DIR      runtime persistent_cache
+debug_nans, debug_infs    (none; off)                       runtime float_checks
+log_compiles              (none; off)                       runtime compiler
+persistent_trace_cache    LAMINA_PERSISTENT_TRACE_CACHE     sharded-jit
+persistent_trace_cache_   LAMINA_PERSISTENT_TRACE_CACHE_    persistent_trace
+verify                    VERIFY
+numpy_rank_promotion      LAMINA_NUMPY_RANK_PROMOTION       tracing-core
+                                                            trace_settings
+numpy_dtype_promotion     LAMINA_NUMPY_DTYPE_PROMOTION      tracing-core
+                                                            trace_settings
+default_matmul_precision  LAMINA_DEFAULT_MATMUL_PRECISION   tracing-core
+                                                            trace_settings
 ========================  ================================  ====================
 
 The persistent compilation cache's other settings (JAX's names, with and
@@ -32,11 +43,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
+from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
+from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
-from lamina_tracing_core import dtypes, source_info
+from lamina_sharded_jit import persistent_trace
+from lamina_tracing_core import dtypes, source_info, trace_settings
 from lamina_tracing_core.core import config as core_config
 
 
@@ -67,8 +82,20 @@ def _core_flag(name: str) -> _Setting:
                     lambda v: setattr(core_config, name, bool(v)))
 
 
+def _trace_setting(name: str) -> _Setting:
+    return _Setting(trace_settings.reader(name), lambda v: trace_settings.update(name, v))
+
+
 def _jit_flag(name: str) -> _Setting:
     return _Setting(lambda: getattr(jit_config, name), lambda v: jit_config.update(name, v))
+
+
+def _float_check(name: str) -> _Setting:
+    def write(value: Any) -> None:
+        float_checks.set(**{name: bool(value)})
+        clear_cpp_caches()  # jaxlib's C++ dispatch cannot check results
+
+    return _Setting(lambda: getattr(float_checks, name), write)
 
 
 _SETTINGS: dict[str, _Setting] = {
@@ -79,9 +106,17 @@ _SETTINGS: dict[str, _Setting] = {
     "pmap_chunked_shards": _runtime("pmap_chunked_shards"),
     "validate_debug_info": _core_flag("validate_debug_info"),
     "disable_jit": _jit_flag("disable_jit"),
+    "persistent_trace_cache": _jit_flag("persistent_trace_cache"),
+    "persistent_trace_cache_verify": _jit_flag("persistent_trace_cache_verify"),
     "include_full_tracebacks_in_locations": _Setting(
         source_info.include_full_tracebacks_in_locations,
         lambda v: source_info.set_include_full_tracebacks_in_locations(bool(v))),
+    "debug_nans": _float_check("nans"),
+    "debug_infs": _float_check("infs"),
+    "log_compiles": _Setting(lambda: compile_log.enabled,
+                             lambda v: setattr(compile_log, "enabled", bool(v))),
+    **{name: _trace_setting(name) for name in
+       ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision")},
 }
 _SETTINGS.update({name: _Setting(functools.partial(cache_config.read, name),
                                  functools.partial(cache_config.update, name))
@@ -94,7 +129,28 @@ _ALIASES = {
     "jax_disable_jit": "disable_jit",
     "jax_include_full_tracebacks_in_locations": "include_full_tracebacks_in_locations",
     **{f"jax_{name}": name for name in cache_config.names()},
+    "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
+    "jax_log_compiles": "log_compiles",
+    "jax_numpy_rank_promotion": "numpy_rank_promotion",
+    "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
+    "jax_default_matmul_precision": "default_matmul_precision",
 }
+
+
+#: settings that do not change what tracing produces (the persistent trace
+#: cache's key leaves them out)
+_NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disable_jit",
+                          "log_compiles",
+                          "persistent_trace_cache", "persistent_trace_cache_verify",
+                          *cache_config.names()})
+
+
+def _tracing_settings() -> tuple[tuple[str, str], ...]:
+    return tuple((name, repr(setting.read())) for name, setting in _SETTINGS.items()
+                 if name not in _NOT_TRACING)
+
+
+persistent_trace.register_key_part(_tracing_settings)
 
 
 def _setting(name: str) -> _Setting:

@@ -14,17 +14,18 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from lamina_tracing_core import dtypes as _core
-from lamina_tracing_core.dtypes import bfloat16, finfo, float0, iinfo, result_type
+from lamina_tracing_core.dtypes import (
+    TypePromotionError,
+    bfloat16,
+    finfo,
+    float0,
+    iinfo,
+    result_type,
+)
 from lamina_tracing_core.numpy.key_arrays import extended, prng_key
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
            "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]
-
-
-class TypePromotionError(ValueError):
-    """Raised when mixing two dtypes is not allowed (JAX's strict promotion mode)."""
-
-
 
 
 def _is_extended_class(x: Any) -> bool:

@@ -737,10 +737,13 @@ def _out_shape(fun: str, shape: Any, **params: Any) -> tuple[int, ...]:
 
 
 def _as_array(fun: str, value: Any, name: str, dtype: np.dtype[Any] | None = None) -> Array:
+    """A parameter as an argument of a compiled sampler. It stays where it is
+    (a Python scalar traces as the weakly typed array ``jnp.asarray`` would
+    make), so no transfer to the device precedes each call."""
     x = _util.operand(f"lamina.random.{fun}", value, name)
     if dtype is not None:
         x = _util.convert(x, dtype)
-    return jnp.asarray(x)
+    return x
 
 
 def _check_real(fun: str, value: Any, name: str) -> None:

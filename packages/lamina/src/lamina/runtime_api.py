@@ -14,13 +14,15 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla import backends
+from lamina_interpreters_pxla.array import Array, wrap_impl
 from lamina_interpreters_pxla.sharding import Mesh
 from lamina_linear_util import tree_util as tu
-from lamina_tracing_core import dtypes
+from lamina_tracing_core import dtypes, trace_settings
 
 from lamina.__about__ import __version__
 
-__all__ = ["copy_to_host_async", "default_device", "enable_x64", "make_mesh",
+__all__ = ["copy_to_host_async", "default_device", "default_matmul_precision", "enable_x64",
+           "live_arrays", "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices"]
 
 T = TypeVar("T")
@@ -70,6 +72,22 @@ default_device: ContextFlag[Any] = ContextFlag(
     backends.default_device_scope)
 
 
+def _trace_setting_flag(name: str) -> ContextFlag[Any]:
+    return ContextFlag("jax_" + name, trace_settings.reader(name),
+                       lambda value: trace_settings.scoped(name, value))
+
+
+#: ``with lamina.numpy_rank_promotion('raise'):`` refuses implicit rank
+#: promotion in ``lamina.numpy`` for a block ('allow', 'warn' or 'raise').
+numpy_rank_promotion = _trace_setting_flag("numpy_rank_promotion")
+#: ``with lamina.numpy_dtype_promotion('strict'):`` allows only Python scalars
+#: to promote for a block ('standard' or 'strict').
+numpy_dtype_promotion = _trace_setting_flag("numpy_dtype_promotion")
+#: ``with lamina.default_matmul_precision('float32'):`` sets the precision of
+#: contractions given none, for a block.
+default_matmul_precision = _trace_setting_flag("default_matmul_precision")
+
+
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
               axis_types: tuple[Any, ...] | None = None, *,
               devices: Sequence[Any] | None = None) -> Mesh:
@@ -91,6 +109,14 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
     grid = np.empty(len(devs[:size]), dtype=object)
     grid[:] = devs[:size]
     return Mesh(grid.reshape(shape), names)
+
+
+def live_arrays(platform: str | None = None) -> list[Array]:
+    """Every array alive on ``platform``'s backend (the default backend when
+    None), including ones lamina holds itself (cached constants). Each is a
+    new ``Array`` over the live buffers: deleting it frees them, but it is not
+    the same Python object as the array the program holds."""
+    return [wrap_impl(impl) for impl in backends.get_backend(platform).live_arrays()]
 
 
 def process_indices(backend: Any = None) -> list[int]:

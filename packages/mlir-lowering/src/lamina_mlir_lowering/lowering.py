@@ -93,7 +93,9 @@ class LoweringResult:
       module cannot be serialized for later use);
     - ``has_token``: ``main`` takes and returns an ordered-effects token (a
       ``bool[0]`` array) before its other arguments and results, which the
-      runtime threads from one call to the next.
+      runtime threads from one call to the next;
+    - ``sharding_inspectors``: the functions XLA's partitioner calls with an
+      operand's sharding when the module is compiled (kept alive until then).
     """
 
     module: ir.Module
@@ -114,6 +116,7 @@ class LoweringResult:
     mesh: MeshShape | None
     host_callbacks: tuple[Any, ...] = ()
     has_token: bool = False
+    sharding_inspectors: tuple[Any, ...] = ()
 
     @property
     def has_platform_index_arg(self) -> bool:
@@ -731,7 +734,8 @@ def lower_jaxpr_to_module(
         arg_shardings=kept_shardings, result_shardings=shard_out, num_replicas=num_replicas,
         num_partitions=num_partitions, donated_args=kept_donated, output_aliases=aliases,
         sharding_format=sharding_format, mesh=module_mesh,
-        host_callbacks=tuple(mctx.host_callbacks), has_token=has_ordered_effects(jaxpr.effects))
+        host_callbacks=tuple(mctx.host_callbacks), has_token=has_ordered_effects(jaxpr.effects),
+        sharding_inspectors=tuple(mctx.sharding_inspectors))
 
 
 def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, stack: str,
@@ -765,7 +769,8 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
         if sharding is not None:
             entries[sharding[0]] = sharding[1]
         if alias is not None:
-            entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, alias)
+            # results are numbered after the ordered-effects token, if any
+            entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, alias + len(token_types))
         elif d:
             entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
         arg_attrs.append(ir.DictAttr.get(entries))

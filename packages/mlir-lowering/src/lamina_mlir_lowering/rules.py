@@ -119,7 +119,8 @@ class ModuleContext:
 
     __slots__ = ("context", "module", "types", "locations", "platforms", "axis_context",
                  "num_replicas", "num_partitions", "sharding_format", "functions",
-                 "_symbols", "keepalive", "_rule_cache", "host_callbacks", "token")
+                 "_symbols", "keepalive", "_rule_cache", "host_callbacks", "token",
+                 "sharding_inspectors")
 
     def __init__(self, context: ir.Context, module: ir.Module, *, platforms: tuple[str, ...],
                  axis_context: AxisContext | None, num_replicas: int, num_partitions: int,
@@ -140,6 +141,8 @@ class ModuleContext:
         self._rule_cache: dict[tuple[str, ...], dict[Primitive, ResolvedRules]] = {}
         self.host_callbacks: list[Callable[..., Any]] = []
         self.token: Value | None = None
+        #: the functions XLA's partitioner calls back with a sharding (kept alive)
+        self.sharding_inspectors: list[Callable[..., Any]] = []
 
     def add_host_callback(self, fun: Callable[..., Any]) -> int:
         """Registers ``fun`` with the module; returns its index."""

@@ -25,11 +25,12 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.caches import clear_caches as clear_runtime_caches
 from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import core
@@ -38,7 +39,9 @@ from lamina_tracing_core.core import EvalTrace, Tracer
 
 from lamina_sharded_jit.arguments import aval_or_none, check_runnable, too_deep_arguments
 from lamina_sharded_jit.call_cache import CallCache, CallSignature
+from lamina_sharded_jit import persistent_trace
 from lamina_sharded_jit.dispatch import MISS, FastEntry, at_top_level, host_or_array
+from lamina_sharded_jit.explain import explain_miss
 from lamina_sharded_jit.execution import CompiledProgram, clear_program_caches, pjit_call
 from lamina_sharded_jit.jaxpr_cache import clear_jaxpr_caches
 from lamina_sharded_jit.params import JitInfo, PjitParams, infer_params, make_jit_info, split_static
@@ -92,12 +95,14 @@ class Jitted:
     arguments, this object itself, called through :meth:`__call__`.
     """
 
-    def __init__(self, info: JitInfo):
+    def __init__(self, info: JitInfo, cache_trace: bool | None = None):
         # Only the identity attributes are copied from the function: its
         # __dict__ may be another Jitted's (functools.wraps copies it along).
         functools.update_wrapper(self, info.fun, updated=())
         self._info = info
         self._has_static = info.has_static
+        #: ``jit(f, cache_trace=...)``: None follows ``config.persistent_trace_cache``
+        self._cache_trace = cache_trace
         #: the call signatures seen, with their params and compiled programs
         self._calls = CallCache()
         #: jaxlib's C++ jit function in front of this object, if any; weak,
@@ -142,8 +147,9 @@ class Jitted:
             # jaxlib's C++ function flattened the arguments first: a tree too
             # deep to flatten reaches here as a pending RecursionError
             raise too_deep_arguments(e, self._desc(), self._info.fun, args, kwargs) from None
-        if entry is None or entry.donated_kept or entry.executable.has_effects:
-            # donations and effects (tokens, callback errors) are handled in Python
+        if (entry is None or entry.donated_kept or entry.executable.has_effects
+                or _float_checks.any):
+            # donations, effects (tokens, callback errors) and NaN checks are Python's
             return out, None, False
         kept = range(entry.n) if entry.kept is None else entry.kept
         return out, fastpath(entry.loaded, leaves, entry.shardings, kept, out), False
@@ -185,7 +191,7 @@ class Jitted:
             return infer_params(self._info, args, kwargs), None
         context = tracing_context()
         sig = self._calls.find(structure, avals, context)
-        if sig is not None:
+        if sig is not None and sig.params is not None:  # find returns traced ones only
             return sig.params, sig
         p = infer_params(self._info, args, kwargs)
         if p.consts:
@@ -195,6 +201,59 @@ class Jitted:
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any],
               structure: Hashable | None, leaves: Sequence[Any]
               ) -> tuple[Any, FastEntry | None, Sequence[Any]]:
+        """A call the fast paths did not take: through the persistent trace
+        cache when it is on, else :meth:`_call_traced`."""
+        if structure is not None and persistent_trace.enabled(self._cache_trace) and \
+                at_top_level():
+            served = self._call_through_disk(args, kwargs, structure, leaves)
+            if served is not None:
+                return served
+        return self._call_traced(args, kwargs, structure, leaves)
+
+    def _call_through_disk(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                           structure: Hashable, leaves: Sequence[Any]
+                           ) -> tuple[Any, FastEntry | None, Sequence[Any]] | None:
+        """A signature not traced in this process, through the persistent
+        trace cache (:mod:`~lamina_sharded_jit.persistent_trace`); None when
+        the cache cannot take the call."""
+        avals = _signature_avals(leaves)
+        if avals is None or not all(host_or_array(x) for x in leaves):
+            return None
+        context = tracing_context()
+        if self._calls.find(structure, avals, context) is not None:
+            return None
+        treedef: Any = structure
+        static_key: Any = None
+        if self._has_static:
+            treedef, static_key = cast(tuple[Any, Any], structure)
+        try:
+            key = persistent_trace.call_key(self._info, static_key, treedef, leaves, avals,
+                                            context)
+        except persistent_trace.NotCacheable as e:
+            persistent_trace.stats["uncacheable"] += 1
+            explain_miss("persistent trace", self._desc(), [str(e)])
+            return None
+
+        def traced() -> tuple[tuple[Any, FastEntry | None, Sequence[Any]], PjitParams | None]:
+            result = self._call_traced(args, kwargs, structure, leaves)
+            sig = self._calls.find(structure, avals, context)
+            return result, (sig.params if sig is not None else None)
+
+        def warm(compiled: CompiledProgram, out_tree: Any) -> FastEntry:
+            committed: list[bool | None] = [
+                bool(x._arr._committed) if type(x) is Array else None for x in leaves]
+            entry = FastEntry(avals=avals, shardings=compiled.in_shardings, committed=committed,
+                              kept=compiled.kept_var_idx, n_args=len(leaves), compiled=compiled,
+                              out_tree=out_tree, donated=compiled.executable.donated_invars,
+                              name=self._desc())
+            self._calls.add_warm(structure, avals, context, entry)
+            return entry
+
+        return persistent_trace.call(self._info, key, treedef, leaves, traced, warm)
+
+    def _call_traced(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                     structure: Hashable | None, leaves: Sequence[Any]
+                     ) -> tuple[Any, FastEntry | None, Sequence[Any]]:
         """The full path: infer, then run at top level (recording the
         program with the signature) or bind ``pjit_p`` (returns as
         :meth:`_python_call`)."""
@@ -221,6 +280,7 @@ class Jitted:
         if not all(host_or_array(x) for x in leaves):
             return None
         p = sig.params
+        assert p is not None  # a signature found by _infer has params
         committed: list[bool | None] = [
             bool(x._arr._committed) if type(x) is Array else None for x in leaves]
         entry = FastEntry(avals=p.in_avals, shardings=compiled.in_shardings, committed=committed,
@@ -302,7 +362,8 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
         device: Any = None, backend: str | None = None, inline: bool = False,
-        abstracted_axes: Any = None, compiler_options: dict[str, Any] | None = None) -> Any:
+        abstracted_axes: Any = None, compiler_options: dict[str, Any] | None = None,
+        cache_trace: bool | None = None) -> Any:
     """Compiles ``fun`` with XLA; see JAX's ``jax.jit`` for the semantics.
 
     ``in_shardings`` is a prefix tree of the positional (dynamic) arguments
@@ -312,8 +373,11 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
     (hashable); ``donate_argnums``/``donate_argnames`` give their buffers to
     the computation. ``keep_unused`` keeps unused arguments in the compiled
     program; ``inline`` inlines the body when it is nested in another jit.
-    ``device``/``backend`` pin the computation to one device. Without
-    ``fun``, returns a decorator.
+    ``device``/``backend`` pin the computation to one device.
+    ``cache_trace`` puts this function's traces in the persistent trace cache
+    (True), keeps them out (False), or follows ``config.persistent_trace_cache``
+    (None; see :mod:`~lamina_sharded_jit.persistent_trace`). Without ``fun``,
+    returns a decorator.
     """
     if abstracted_axes is not None:
         raise ValueError("jit: abstracted_axes (dynamic shapes) is not supported by lamina; "
@@ -324,13 +388,13 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
             static_argnums=static_argnums, static_argnames=static_argnames,
             donate_argnums=donate_argnums, donate_argnames=donate_argnames,
             keep_unused=keep_unused, device=device, backend=backend, inline=inline,
-            compiler_options=compiler_options)
+            compiler_options=compiler_options, cache_trace=cache_trace)
     info = make_jit_info(fun, in_shardings=in_shardings, out_shardings=out_shardings,
                          static_argnums=static_argnums, static_argnames=static_argnames,
                          donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                          keep_unused=keep_unused, device=device, backend=backend,
                          inline=inline, compiler_options=compiler_options)
-    return _callable_of(Jitted(info))
+    return _callable_of(Jitted(info, cache_trace))
 
 
 def clear_caches() -> None:
@@ -410,3 +474,6 @@ def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     ``eval_shape(f, x)`` followed by ``jit(f)(x)`` traces ``f`` once."""
     return _plain_jitted(fun).eval_shape(*args, **kwargs)
 
+
+
+tc_api.set_eager_compiler(lambda fun, static_argnums: jit(fun, static_argnums=static_argnums))

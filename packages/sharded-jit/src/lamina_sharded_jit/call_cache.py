@@ -7,7 +7,8 @@ signature, everything a later call with that signature can reuse:
   traced jaxpr, the flat shardings and donations, the output tree), so a
   repeated call, under a transformation too, neither recomputes debug info
   nor consults the tracing cache;
-- once the signature ran at top level, the compiled program with the
+- once the signature ran at top level (or its program came from the
+  persistent trace cache, without params), the compiled program with the
   placement of its arguments (a :class:`~lamina_sharded_jit.dispatch.FastEntry`),
   so a repeated top-level call only checks the arguments and runs it.
 
@@ -51,7 +52,7 @@ class CallSignature:
     __slots__ = ("structure", "avals", "context", "params", "run")
 
     def __init__(self, structure: Hashable, avals: tuple[ShapedArray, ...], context: Hashable,
-                 params: PjitParams, run: FastEntry | None = None) -> None:
+                 params: PjitParams | None, run: FastEntry | None = None) -> None:
         self.structure = structure
         self.avals = avals
         self.context = context
@@ -70,9 +71,10 @@ class CallCache:
 
     def find(self, structure: Hashable, avals: tuple[ShapedArray, ...],
              context: Hashable) -> CallSignature | None:
-        """The remembered signature with these avals and tracing context."""
+        """The remembered signature with these avals and tracing context (one
+        that was traced in this process: with params)."""
         for sig in self.by_structure.get(structure, ()):
-            if sig.avals == avals and sig.context == context:
+            if sig.avals == avals and sig.context == context and sig.params is not None:
                 return sig
         return None
 
@@ -82,6 +84,12 @@ class CallCache:
         sig = CallSignature(structure, avals, context, params)
         self._push(sig)
         return sig
+
+    def add_warm(self, structure: Hashable, avals: tuple[ShapedArray, ...], context: Hashable,
+                 run: FastEntry) -> None:
+        """Remembers a signature whose program came from the persistent trace
+        cache: it runs, but has no params (a call that needs them traces)."""
+        self._push(CallSignature(structure, avals, context, None, run))
 
     def add_run(self, sig: CallSignature, run: FastEntry) -> None:
         """Records that ``sig`` ran as ``run`` at top level: in ``sig`` itself

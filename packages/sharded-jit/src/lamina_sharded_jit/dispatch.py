@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 from lamina_interpreters_pxla import buffer_use
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, record_donation
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.transfer import shard_args
-from lamina_tracing_core import core, dtypes
+from lamina_tracing_core import core, dtypes, trace_settings
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.core import EvalTrace, Tracer
 
@@ -59,6 +60,7 @@ MISS: Any = _Miss()
 #: outside every staging transformation (read directly: the hot path).
 _trace_state = core._state
 _x64_state = dtypes.x64_state
+_trace_settings = trace_settings.state
 
 
 def at_top_level() -> bool:
@@ -71,7 +73,8 @@ class FastEntry:
     """One compiled signature of a jitted function (see the module docstring)."""
 
     __slots__ = ("expected", "avals", "shardings", "committed", "n", "kept", "loaded",
-                 "handlers", "out_tree", "donated_kept", "donated_mask", "name", "x64", "executable",
+                 "handlers", "out_tree", "donated_kept", "donated_mask", "name", "x64", "settings",
+                 "executable",
                  "single_out", "aval0", "sharding0", "committed0")
 
     def __init__(self, *, avals: Sequence[ShapedArray], shardings: Sequence[Any],
@@ -95,6 +98,7 @@ class FastEntry:
         self.donated_mask = [bool(donated[i]) for i in kept] if self.donated_kept else None
         self.name = name
         self.x64 = _x64_state.enabled
+        self.settings = _trace_settings.key
         self.single_out = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
 
     def run(self, leaves: Sequence[Any]) -> Any:
@@ -103,7 +107,10 @@ class FastEntry:
         # and committed flag are the very objects recorded (identity checks).
         # A deleted array makes the execution fail, and the full path (taken on
         # MISS) then names it.
-        if self.x64 is not _x64_state.enabled or _custom_layouts:
+        if _float_checks.any:
+            return MISS  # the full path checks the results
+        if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
+                or _custom_layouts):
             return self._run_checked(leaves)
         if self.n == 1:
             x = leaves[0]
@@ -131,7 +138,7 @@ class FastEntry:
     def _run_checked(self, leaves: Sequence[Any]) -> Any:
         """:meth:`run` with the full signature check (equality, host values,
         moves, layouts)."""
-        if self.x64 is not _x64_state.enabled:
+        if self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key:
             return MISS
         impls = self._check(leaves)
         if impls is None:

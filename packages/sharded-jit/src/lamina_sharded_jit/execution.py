@@ -30,12 +30,15 @@ from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.backends import default_device
 from lamina_interpreters_pxla.backends import devices as devices_of
 from lamina_interpreters_pxla.compiler import (
+    log_compilation,
     BuildOptions,
     CompileError,
     compile_module,
     result_handler,
 )
 from lamina_interpreters_pxla.executable import Executable
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
+from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.sharding import SingleDeviceSharding, single_device_sharding
 from lamina_linear_util.cache import explain_cache_misses_enabled
 from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
@@ -47,6 +50,7 @@ from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 from lamina_sharded_jit.arguments import canonical_aval
 from lamina_sharded_jit.explain import explain_miss, log_cost
 from lamina_sharded_jit.jaxpr_cache import jaxpr_store, memoize_on_jaxpr
+from lamina_sharded_jit.nan_search import explain_bad_result
 from lamina_sharded_jit.primitive import pjit_p
 from lamina_sharded_jit.sharding_constraint import sharding_constraint_p
 from lamina_sharded_jit.shardings import (
@@ -61,6 +65,7 @@ from lamina_sharded_jit.shardings import (
 )
 
 __all__ = ["LoweredProgram", "CompiledProgram", "lower_program", "compile_program",
+           "lowered_program_of",
            "pjit_call", "placed_shardings", "clear_program_caches", "CrossPlatformError"]
 
 
@@ -208,6 +213,16 @@ _KEY_PARTS = ("cache", "generation", "consts", "input shardings", "output shardi
               "device")
 
 
+def lowered_program_of(jaxpr: ClosedJaxpr, executable: Executable) -> LoweredProgram | None:
+    """The program in ``jaxpr``'s lowering cache that was compiled to ``executable``."""
+    for key, value in list(jaxpr_store(jaxpr.jaxpr).items()):
+        if isinstance(key, tuple) and key and key[0] is _LOWER_TAG:
+            program: LoweredProgram = value[1]
+            if program.compiled is not None and program.compiled.executable is executable:
+                return program
+    return None
+
+
 def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) -> None:
     if not explain_cache_misses_enabled():
         return
@@ -309,7 +324,9 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
     loaded = compile_module(program.lowering.module, devices, options,
                             name=program.lowering.module_name,
                             host_callbacks=program.lowering.host_callbacks)
-    log_cost("compiling", program.lowering.module_name, time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    log_cost("compiling", program.lowering.module_name, elapsed)
+    log_compilation(f"jit({program.fun_name})", program.arg_names, program.in_avals, elapsed)
     stats["compilations"] += 1
     in_sh = _concrete_in_shardings(program, loaded)
     out_sh = _concrete_out_shardings(program, loaded)
@@ -419,7 +436,12 @@ def pjit_call(args: Sequence[Any], params: dict[str, Any]) -> tuple[list[Array],
                             compiler_options_kvs=tuple(params["compiler_options_kvs"]),
                             committed=committed)
     compiled = compile_program(program)
-    return compiled.executable.call(*args), compiled
+    outs = compiled.executable.call(*args)
+    if _float_checks.any and not is_suspended():
+        bad = first_bad(outs)
+        if bad is not None:
+            raise explain_bad_result(jaxpr, args, f"jit({name})", bad[1])
+    return outs, compiled
 
 
 def _pjit_impl(*args: Any, **params: Any) -> list[Array]:

@@ -37,7 +37,8 @@ from lamina_sharded_jit.shardings import (
 )
 from lamina_sharded_jit.tracing import trace_pjit
 
-__all__ = ["JitInfo", "PjitParams", "infer_params", "make_jit_info", "split_static"]
+__all__ = ["JitInfo", "PjitParams", "flat_in_shardings", "flat_out_shardings", "infer_params",
+           "make_jit_info", "split_static"]
 
 _flatten = tu.registry.flatten
 
@@ -163,8 +164,10 @@ def split_static(info: JitInfo, args: tuple[Any, ...], kwargs: dict[str, Any]
     return nums, dyn_args, dyn_kwargs, tuple(static_vals)
 
 
-def _flat_shardings(info: JitInfo, in_tree: Any, names: Sequence[str | None],
-                    avals: Sequence[ShapedArray], n_kw_leaves: int, desc: str) -> tuple[Any, ...]:
+def flat_in_shardings(info: JitInfo, in_tree: Any, names: Sequence[str | None],
+                      avals: Sequence[ShapedArray], n_kw_leaves: int, desc: str
+                      ) -> tuple[Any, ...]:
+    """``in_shardings`` per flat argument (explicit, or UNSPECIFIED)."""
     if not info.has_in_shardings:
         return (UNSPECIFIED,) * len(avals)
     args_tree, _ = in_tree.children()
@@ -227,8 +230,9 @@ def _donated_flags(info: JitInfo, in_tree: Any, static_nums: tuple[int, ...],
     return tuple(flags)
 
 
-def _flat_out_shardings(info: JitInfo, out_tree: Any, out_avals: Sequence[ShapedArray],
+def flat_out_shardings(info: JitInfo, out_tree: Any, out_avals: Sequence[ShapedArray],
                         paths: Sequence[str | None], desc: str) -> tuple[Any, ...]:
+    """``out_shardings`` per flat result (explicit, or UNSPECIFIED)."""
     if not info.has_out_shardings:
         return (UNSPECIFIED,) * len(out_avals)
     try:
@@ -261,7 +265,7 @@ def infer_params(info: JitInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     flat_fun, out_tree_thunk = api_util.flatten_fun(fun, in_tree)
     flat_fun = annotate(flat_fun, in_avals)
     n_kw = in_tree.children()[1].num_leaves
-    in_sh = _flat_shardings(info, in_tree, names, in_avals, n_kw, desc)
+    in_sh = flat_in_shardings(info, in_tree, names, in_avals, n_kw, desc)
     donated = _donated_flags(info, in_tree, static_nums, len(args))
     traced = trace_pjit(flat_fun, in_sh)
     out_tree = out_tree_thunk()
@@ -269,7 +273,7 @@ def infer_params(info: JitInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     jdbg = jaxpr.jaxpr.debug_info
     n_consts = len(traced.consts)
     paths = jdbg.result_paths if jdbg is not None else (None,) * len(traced.out_avals)
-    out_sh = _flat_out_shardings(info, out_tree, traced.out_avals, paths, desc)
+    out_sh = flat_out_shardings(info, out_tree, traced.out_avals, paths, desc)
     params = dict(
         jaxpr=jaxpr,
         in_shardings=(UNSPECIFIED,) * n_consts + in_sh,

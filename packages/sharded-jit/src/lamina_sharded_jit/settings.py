@@ -1,4 +1,4 @@
-"""jit's settings: ``disable_jit``.
+"""jit's settings: ``disable_jit`` and the persistent trace cache's switches.
 
 ``config.disable_jit`` (environment variable ``LAMINA_DISABLE_JIT``) makes
 every ``jit``-decorated function run its Python body op by op instead of
@@ -10,6 +10,13 @@ the whole process (``config.update('disable_jit', True)``, also reachable as
         f(x)          # f's body runs eagerly
 
 The block form is per thread and nests; it wins over the process-wide value.
+
+``persistent_trace_cache`` (``LAMINA_PERSISTENT_TRACE_CACHE``, default off)
+stores traced and lowered programs beside the persistent compilation cache
+(see :mod:`lamina_sharded_jit.persistent_trace`); ``jit(f, cache_trace=...)``
+decides per function. ``persistent_trace_cache_verify``
+(``LAMINA_PERSISTENT_TRACE_CACHE_VERIFY``) traces anyway on a hit and warns
+when the stored program differs from the fresh one.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ __all__ = ["JitConfig", "config", "disable_jit", "jit_disabled"]
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUTHY
+
+
 #: The value lives in a jaxlib config (process-wide value, per-thread
 #: override) that is part of the C++ jit path's cache key, so turning
 #: disable_jit on sends every cached call back to Python, which then runs the
@@ -38,25 +49,33 @@ _DISABLE_JIT: Any = _jax.config.Config(
 class JitConfig:
     """The settings of this layer; one process-wide instance, :data:`config`."""
 
+    def __init__(self) -> None:
+        self.persistent_trace_cache = _env_flag("LAMINA_PERSISTENT_TRACE_CACHE")
+        self.persistent_trace_cache_verify = _env_flag("LAMINA_PERSISTENT_TRACE_CACHE_VERIFY")
+
     @property
     def disable_jit(self) -> bool:
         """True while jitted functions run eagerly (thread value, else global)."""
         return bool(_DISABLE_JIT.value)
 
     def update(self, name: str, value: Any) -> None:
-        """Sets a setting for the whole process; only ``disable_jit`` exists."""
-        if name != "disable_jit":
+        """Sets a setting for the whole process."""
+        if name not in _NAMES:
             raise AttributeError(f"lamina_sharded_jit.config: unknown setting {name!r}; "
-                                 "known: ['disable_jit']")
+                                 f"known: {list(_NAMES)}")
         if not isinstance(value, (bool, int)):
-            raise TypeError(f"config.update('disable_jit', ...) takes a bool, got "
+            raise TypeError(f"config.update({name!r}, ...) takes a bool, got "
                             f"{type(value).__name__}: {value!r}")
-        _DISABLE_JIT.set_global(bool(value))
+        if name == "disable_jit":
+            _DISABLE_JIT.set_global(bool(value))
+        else:
+            setattr(self, name, bool(value))
 
     def __repr__(self) -> str:
         return f"JitConfig(disable_jit={self.disable_jit})"
 
 
+_NAMES = ("disable_jit", "persistent_trace_cache", "persistent_trace_cache_verify")
 config = JitConfig()
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from lamina_interpreters_pxla.sharding import get_current_mesh
 from lamina_linear_util.cache import cache
 from lamina_linear_util.linear_util import WrappedFun
-from lamina_tracing_core import core, dtypes
+from lamina_tracing_core import core, dtypes, trace_settings
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr
@@ -91,12 +91,17 @@ def tracing_context() -> Hashable:
     axes = tuple((n, core.axis_size(n)) for n in names) if names else ()
     extra = tuple(part() for part in _context_parts)
     return (dtypes.x64_enabled(), axes, get_current_mesh(), extra,
-            include_full_tracebacks_in_locations())
+            include_full_tracebacks_in_locations(), trace_settings.state.key)
+
+
+#: how many functions jit traced in this process (tests of the caches read it)
+trace_stats = {"traces": 0}
 
 
 def _trace(fun: WrappedFun, in_shardings: tuple[Any, ...]) -> TraceResult:
     """The cached function (runs on a miss only)."""
     del in_shardings  # part of the key: a call with other shardings is another signature
+    trace_stats["traces"] += 1
     in_avals = list(fun.in_type or ())
     start = time.perf_counter()
     fresh, _mode.fresh = _mode.fresh, False  # only the outermost trace starts afresh

@@ -35,9 +35,44 @@ from lamina_tracing_core.lax import convert, structural, elementwise
 from lamina_linear_util.debug_info import TracingDebugInfo
 
 __all__ = [
-    "ShapeDtypeStruct", "eval_jaxpr", "grad", "hessian", "jacfwd", "jacrev", "jvp",
+    "ShapeDtypeStruct", "compiled_when_eager", "eval_jaxpr", "grad", "set_eager_compiler", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap",
 ]
+
+
+#: How :func:`compiled_when_eager` functions run eagerly: the jit layer
+#: installs its ``jit`` (``compiler(fun, static_argnums)``); None runs them op by op.
+_eager_compiler: Callable[[Callable[..., Any], tuple[int, ...]], Callable[..., Any]] | None = None
+
+
+def set_eager_compiler(compiler: Callable[[Callable[..., Any], tuple[int, ...]],
+                                          Callable[..., Any]]) -> None:
+    """Installs the compiler :func:`compiled_when_eager` functions use (the jit layer's)."""
+    global _eager_compiler
+    _eager_compiler = compiler
+
+
+def compiled_when_eager(fun: Callable[..., Any], static_argnums: tuple[int, ...] = ()
+                        ) -> Callable[..., Any]:
+    """``fun`` (positional arguments only), run as one compiled program when
+    called outside every transformation, as JAX runs the library functions it
+    jits: XLA may then fuse and simplify across its operations, which can
+    change the last bits of the result against separate eager operations (JAX
+    users see the compiled bits). Under a transformation, or before a
+    compiler is installed, ``fun`` runs as written, its operations traced or
+    run one by one."""
+    compiled: list[Callable[..., Any]] = []
+
+    @functools.wraps(fun)
+    def run(*args: Any) -> Any:
+        if (_eager_compiler is None or core._state.dynamic.trace_type is not core.EvalTrace
+                or any(isinstance(a, core.Tracer) for a in args)):
+            return fun(*args)
+        if not compiled:
+            compiled.append(_eager_compiler(fun, static_argnums))
+        return compiled[0](*args)
+
+    return run
 
 
 class ShapeDtypeStruct:

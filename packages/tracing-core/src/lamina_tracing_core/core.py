@@ -90,7 +90,8 @@ __all__ = [
     "Trace", "Tracer", "UnboundAxisNameError", "UnexpectedTracerError", "Var",
     "abstract_eval_cached", "axis_frame", "bind", "cacheable_abstract_evals",
     "check_eager_inputs", "check_jaxpr", "concrete_or_error", "config", "eqn_effects",
-    "eval_context", "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
+    "eval_context",
+    "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
     "impls_checking_inputs", "invalid_output_error", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
     "new_main", "staging", "staging_hooks", "tracing_debug_info_of", "unmapped_aval",
     "wrapped_fun_of_jaxpr",
@@ -315,25 +316,13 @@ def new_base_main(trace_type: type[Trace], *, transform: str | None = None,
 
 @contextmanager
 def eval_context() -> Iterator[None]:
-    """Inside the block, operations whose operands are all concrete values run
-    at once (the eval trace is the dynamic trace again), even while a
-    staging trace (jit, make_jaxpr) is active; operations on tracers still
-    go to their transformations. JAX's ``ensure_compile_time_eval``: code
-    under jit can compute a constant, or branch on one, without staging it."""
-    state = _state
-    base = state.stack[0]
-    if base.trace_type is not EvalTrace:  # under a final-style (pmap) trace of the base
-        base = MainTrace(0, EvalTrace, "eval", None, {})
-    previous_dynamic = state.dynamic
-    state.dynamic = base
-    if staging_hooks and previous_dynamic is not base:
-        _notify_staging(base)
-    try:
+    """Operations whose inputs are all constants run eagerly in the block,
+    even while a staging trace (jit, make_jaxpr) is dynamic: a fresh eval
+    trace becomes the base and the dynamic trace. Operations on a
+    transformation's tracers still go to that transformation (its level is
+    higher), so they are staged as usual."""
+    with new_base_main(EvalTrace, transform="eval"):
         yield
-    finally:
-        state.dynamic = previous_dynamic
-        if staging_hooks and previous_dynamic is not base:
-            _notify_staging(previous_dynamic)
 
 
 # --- traces and tracers -----------------------------------------------------------------

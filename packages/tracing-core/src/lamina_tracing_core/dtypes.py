@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
+
+from lamina_tracing_core.trace_settings import state as _settings
 
 if TYPE_CHECKING:
     from lamina_tracing_core.avals import ShapedArray
@@ -26,6 +28,15 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+#: The narrow types of ml_dtypes that JAX's lattice holds: each promotes only
+#: with itself, booleans and Python scalars (8-bit and 4-bit floats also with
+#: integers, which sit below every float).
+NARROW_FLOATS: tuple[np.dtype[Any], ...] = tuple(np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float4_e2m1fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+    "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
+NARROW_INTS: tuple[np.dtype[Any], ...] = tuple(
+    np.dtype(getattr(ml_dtypes, n)) for n in ("int2", "int4", "uint2", "uint4"))
 
 #: The tangent dtype of integer and boolean values (as in JAX).
 float0 = np.dtype([("float0", np.void, 0)])
@@ -171,39 +182,74 @@ _Node = Any  # a np.dtype or one of the weak category strings
 
 _UPPER: dict[_Node, list[_Node]] = {
     bool_: [WEAK_INT],
-    WEAK_INT: [uint8, int8],
+    WEAK_INT: [uint8, int8, *NARROW_INTS],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64],
     uint64: [WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
-    WEAK_FLOAT: [float16, bfloat16, WEAK_COMPLEX],
+    WEAK_FLOAT: [float16, bfloat16, WEAK_COMPLEX, *NARROW_FLOATS],
     float16: [float32], bfloat16: [float32], float32: [float64, complex64],
     float64: [complex128],
     WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
+    **{t: [] for t in NARROW_FLOATS + NARROW_INTS},
+}
+
+#: ``numpy_dtype_promotion='strict'``: only Python scalars (the weak
+#: categories) promote, to any dtype of their kind or above; two different
+#: dtypes never mix.
+_STRICT_UPPER: dict[_Node, list[_Node]] = {
+    **{t: [] for t in _UPPER if not isinstance(t, str)},
+    WEAK_INT: [WEAK_FLOAT, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
+               *NARROW_INTS],
+    WEAK_FLOAT: [WEAK_COMPLEX, float16, bfloat16, float32, float64, *NARROW_FLOATS],
+    WEAK_COMPLEX: [complex64, complex128],
 }
 
 
-def _ancestors(node: _Node) -> frozenset[_Node]:
+class TypePromotionError(ValueError):
+    """Two dtypes have no implicit promotion path (JAX's ``TypePromotionError``)."""
+
+
+def _ancestors(upper: dict[_Node, list[_Node]], node: _Node) -> frozenset[_Node]:
     seen: set[_Node] = set()
     todo = [node]
     while todo:
         n = todo.pop()
         if n not in seen:
             seen.add(n)
-            todo.extend(_UPPER[n])
+            todo.extend(upper[n])
     return frozenset(seen)
 
 
-_ANCESTORS = {n: _ancestors(n) for n in _UPPER}
+#: promotion mode -> node -> every node it promotes to (itself included).
+_ANCESTORS = {mode: {n: _ancestors(upper, n) for n in upper}
+              for mode, upper in (("standard", _UPPER), ("strict", _STRICT_UPPER))}
 
 
-def _least_upper_bound(nodes: Iterable[_Node]) -> _Node:
-    nodes = set(nodes)
-    common = frozenset.intersection(*(_ANCESTORS[n] for n in nodes))
+def _least_upper_bound(nodes: Sequence[_Node], mode: str) -> _Node:
+    ancestors = _ANCESTORS[mode]
+    unknown = [n for n in nodes if n not in ancestors]
+    if unknown:
+        raise TypePromotionError(f"dtype={unknown[0]} is not a valid dtype for JAX type "
+                                 f"promotion.")
+    common = frozenset.intersection(*(ancestors[n] for n in set(nodes)))
     # The least element of `common` is the one whose ancestors are all of `common`.
     for candidate in common:
-        if _ANCESTORS[candidate] == common:
+        if ancestors[candidate] == common:
             return candidate
-    raise TypeError(f"no common type for {sorted(map(str, nodes))}")
+    raise TypePromotionError(_no_promotion_message(nodes, mode))
+
+
+def _no_promotion_message(nodes: Sequence[_Node], mode: str) -> str:
+    names = tuple(str(n) for n in nodes)
+    start = f"Input dtypes {names} have no available implicit dtype promotion path"
+    if mode == "strict":
+        return (f"{start} when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs "
+                f"to the desired output type, or set jax_numpy_dtype_promotion=standard.")
+    if any(n in NARROW_FLOATS for n in nodes):
+        return (f"{start}. To avoid unintended promotion, 8-bit floats do not support implicit "
+                f"promotion. If you'd like your inputs to be promoted to another type, you can "
+                f"do so explicitly using e.g. x.astype('float32')")
+    return f"{start}. Try explicitly casting inputs to the desired output type."
 
 
 _WEAK_DEFAULT = {WEAK_INT: default_int_dtype, WEAK_FLOAT: default_float_dtype,
@@ -223,9 +269,10 @@ def _node_of(dtype: np.dtype[Any], weak: bool) -> _Node:
 
 
 @functools.lru_cache(maxsize=1024)
-def _promote_cached(key: tuple[tuple[np.dtype[Any], bool], ...], x64: bool) -> tuple[np.dtype[Any], bool]:
+def _promote_cached(key: tuple[tuple[np.dtype[Any], bool], ...], x64: bool, mode: str
+                    ) -> tuple[np.dtype[Any], bool]:
     nodes = [_node_of(dt, weak) for dt, weak in key]
-    bound = _least_upper_bound(nodes)
+    bound = _least_upper_bound(nodes, mode)
     if isinstance(bound, str):
         return canonicalize_dtype(_WEAK_DEFAULT[bound]()), True
     return canonicalize_dtype(bound), False
@@ -236,7 +283,7 @@ def promote_types_weak(*typed: tuple[np.dtype[Any], bool]) -> tuple[np.dtype[Any
     if not typed:
         raise TypeError("at least one dtype is required for promotion")
     key = tuple((np.dtype(d), bool(w)) for d, w in typed)
-    return _promote_cached(key, x64_state.enabled)
+    return _promote_cached(key, x64_state.enabled, _settings.numpy_dtype_promotion)
 
 
 def promote_types(a: Any, b: Any) -> np.dtype[Any]:

@@ -46,6 +46,15 @@ class HostEffect(Effect):
         return f"{'Ordered' if self.ordered else 'Unordered'}{self.kind.capitalize()}"
 
 
+@dataclass(frozen=True)
+class UserCheckEffect(Effect):
+    """A ``checkify.check``: it must be functionalized (by ``checkify``) before
+    the program runs, and dead-code elimination keeps it."""
+
+    def __str__(self) -> str:
+        return "UserCheck"
+
+
 OrderedIO = HostEffect("io", True)
 UnorderedIO = HostEffect("io", False)
 OrderedDebug = HostEffect("debug", True)

@@ -272,7 +272,8 @@ def logsumexp(a: ArrayLike, axis: Axis = None, b: ArrayLike | None = None,
     complex_input = dtypes.is_complex(get_aval(total).dtype)
     if return_sign or not complex_input:
         total = jnp.abs(total)
-    out = jnp.add(jnp.log(total), _util.convert(amax, get_aval(jnp.log(total)).dtype))
+    log_total = jnp.log(total)
+    out = jnp.add(log_total, _util.convert(amax, get_aval(log_total).dtype))
     if return_sign:
         return out, sign
     if scale is not None and not complex_input:

@@ -7,6 +7,7 @@ re-exported under the public name; ``lamina.numpy.linalg`` is
 """
 
 import lamina_interpreters_pxla as _runtime  # noqa: F401 - arrays run eagerly on its devices
+import lamina_sharded_jit as _jit  # noqa: F401 - installs the compiler of the functions JAX jits
 from lamina_tracing_core.numpy import *  # noqa: F403
 from lamina_tracing_core.numpy import __all__ as __all__  # noqa: PLC0414
 from lamina_tracing_core.numpy import bool as bool  # noqa: PLC0414 - NumPy 2's name

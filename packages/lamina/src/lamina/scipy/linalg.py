@@ -1,8 +1,12 @@
 """``lamina.scipy.linalg``: JAX's ``jax.scipy.linalg`` on ``lax.linalg``.
 
 ``cho_factor``/``cho_solve``, ``solve_triangular``, ``lu``/``lu_factor``/
-``lu_solve``, ``qr``, ``svd``, ``eigh``, ``inv``, ``det``, ``solve``,
-``block_diag`` and ``toeplitz``. As in JAX, the factors are returned with
+``lu_solve``, ``qr``, ``qr_multiply``, ``svd``, ``eigh``, ``eigh_tridiagonal``,
+``cholesky``, ``hessenberg``, ``inv``, ``det``, ``solve``, ``block_diag`` and
+``toeplitz`` here; the matrix functions (``expm``, ``expm_frechet``,
+``sqrtm``, ``funm``, ``polar``, ``schur``, ``rsf2csf``, ``solve_sylvester``)
+and the structured matrices (``circulant`` ... ``pascal``) in their own
+modules. As in JAX, the factors are returned with
 zeros outside their triangle (SciPy leaves whatever LAPACK wrote there), and
 ``overwrite_*``/``check_finite`` are accepted and ignored.
 """
@@ -17,10 +21,42 @@ from lamina_tracing_core import dtypes
 from lamina_tracing_core import lax
 from lamina_tracing_core import numpy as jnp
 from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core.lax.helpers import operand_origin
 from lamina_tracing_core.numpy import _util
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "det", "eigh", "inv", "lu", "lu_factor",
-           "lu_solve", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
+from lamina.scipy._matrix_functions import (
+    expm,
+    expm_frechet,
+    funm,
+    polar,
+    rsf2csf,
+    schur,
+    solve_sylvester,
+    sqrtm,
+)
+from lamina.scipy._special_matrices import (
+    circulant,
+    companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+)
+
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
+           "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm",
+           "expm_frechet", "fiedler", "fiedler_companion", "funm", "hadamard", "hankel",
+           "helmert", "hessenberg", "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu",
+           "lu_factor", "lu_solve", "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur",
+           "solve", "solve_sylvester", "solve_triangular", "sqrtm", "svd", "toeplitz"]
 
 Array = Any
 
@@ -38,7 +74,7 @@ def _check_matrix(fun: str, name: str, x: Any, square: bool = True) -> tuple[int
     if len(shape) < 2 or (square and shape[-1] != shape[-2]):
         what = "a (batch of) square matrices" if square else "at least two-dimensional"
         raise ValueError(f"lamina.scipy.linalg.{fun}: argument {name!r} must be {what}, got "
-                         f"shape {shape}")
+                         f"shape {shape}{operand_origin(x)}")
     return shape[-2], shape[-1]
 
 
@@ -303,3 +339,104 @@ def toeplitz(c: Any, r: Any = None) -> Array:
     j = lax.broadcasted_iota(dtypes.int32, (nc, nr), 1)
     idx = lax.add(lax.sub(j, i), lax.full((nc, nr), operator.index(nc - 1), dtypes.int32))
     return jnp.take(values, idx)
+
+
+def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True) -> Array:
+    """The Cholesky factor of each Hermitian positive-definite trailing
+    matrix: upper ``U`` (``a = U^H U``) unless ``lower``; NaNs where ``a``
+    is not positive definite."""
+    del overwrite_a, check_finite
+    (a,) = _inexact("cholesky", a)
+    _check_matrix("cholesky", "a", a)
+    factor = lax.linalg.cholesky(a)
+    return factor if lower else _H(factor)
+
+
+def hessenberg(a: Any, *, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> Array | tuple[Array, Array]:
+    """The upper Hessenberg form ``h`` of a square matrix, with the unitary
+    ``q`` (``a = q @ h @ q^H``) under ``calc_q`` (LAPACK's ``gehrd``; CPU)."""
+    del overwrite_a, check_finite
+    (a,) = _inexact("hessenberg", a)
+    n, _ = _check_matrix("hessenberg", "a", a)
+    packed, taus = lax.linalg.hessenberg(a)
+    h = jnp.triu(packed, -1)
+    if not calc_q:
+        return h
+    # Reflector i starts at row i + 1: drop the first row and the last column.
+    q_tail = lax.linalg.householder_product(packed[..., 1:, :-1], taus)
+    nd = len(_shape(a))
+    q = lax.pad(q_tail, np.array(0, get_aval(q_tail).dtype),
+                [(0, 0, 0)] * (nd - 2) + [(1, 0, 0), (1, 0, 0)])
+    first = (lax.broadcasted_iota(dtypes.int32, _shape(q), nd - 2) == 0) & \
+        (lax.broadcasted_iota(dtypes.int32, _shape(q), nd - 1) == 0)
+    return h, jnp.where(first, jnp.ones_like(q), q) if n else q
+
+
+def eigh_tridiagonal(d: Any, e: Any, *, eigvals_only: bool = False, select: str = "a",
+                     select_range: tuple[Any, Any] | None = None, tol: float | None = None,
+                     key: Any = None) -> Array | tuple[Array, Array]:
+    """The ascending eigenvalues (and with ``eigvals_only=False`` the
+    eigenvectors, as columns) of the real symmetric tridiagonal matrix with
+    diagonal ``d`` and off-diagonal ``e``, by the symmetric eigensolver on
+    the assembled matrix. ``select='i'`` keeps the eigenvalues with index in
+    ``select_range`` (inclusive), as in JAX; ``'v'`` (a value range, a
+    data-dependent size) is not offered."""
+    del tol, key
+    d, e = _util.promote_dtypes_inexact("scipy.linalg.eigh_tridiagonal", d, e)
+    if len(_shape(d)) != 1 or len(_shape(e)) != 1 or _shape(e)[0] != max(_shape(d)[0] - 1, 0):
+        raise ValueError(f"lamina.scipy.linalg.eigh_tridiagonal: arguments 'd' and 'e' must "
+                         f"be vectors of lengths n and n - 1, got shapes {_shape(d)} and "
+                         f"{_shape(e)}")
+    if dtypes.is_complex(get_aval(d).dtype):
+        raise TypeError("lamina.scipy.linalg.eigh_tridiagonal: argument 'd' must be real, got "
+                        f"{get_aval(d).dtype}")
+    n = _shape(d)[0]
+    if select == "a":
+        lo, hi = 0, n - 1
+    elif select == "i":
+        if select_range is None:
+            raise ValueError("lamina.scipy.linalg.eigh_tridiagonal: select='i' needs "
+                             "select_range=(first, last)")
+        lo, hi = (operator.index(i) for i in select_range)
+        if not 0 <= lo <= hi < n:
+            raise ValueError(f"lamina.scipy.linalg.eigh_tridiagonal: argument 'select_range' "
+                             f"must satisfy 0 <= first <= last < {n}, got {select_range}")
+    else:
+        raise ValueError(f"lamina.scipy.linalg.eigh_tridiagonal: argument 'select' must be "
+                         f"'a' or 'i', got {select!r}")
+    mat = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(e, -1)
+    v, w = lax.linalg.eigh(mat, symmetrize_input=False)
+    w, v = w[lo:hi + 1], v[:, lo:hi + 1]
+    return w if eigvals_only else (w, v)
+
+
+def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
+                conjugate: bool = False, overwrite_a: bool = False,
+                overwrite_c: bool = False) -> tuple[Array, Array]:
+    """``(c @ q, r)`` (``mode='right'``, ``c`` with ``m`` columns) or
+    ``(q @ c, r)`` (``'left'``, ``c`` with ``min(m, n)`` rows) for the
+    economic QR decomposition ``a = q @ r`` of an ``m x n`` ``a`` (``q``
+    conjugated under ``conjugate``); a 1-D ``c`` is a row (right) or a
+    column (left)."""
+    del overwrite_a, overwrite_c
+    if mode not in ("left", "right"):
+        raise ValueError(f"lamina.scipy.linalg.qr_multiply: argument 'mode' must be 'left' or "
+                         f"'right', got {mode!r}")
+    if pivoting:
+        raise ValueError("lamina.scipy.linalg.qr_multiply: pivoting=True is not supported")
+    a, c = _inexact("qr_multiply", a, c)
+    _check_matrix("qr_multiply", "a", a, square=False)
+    q, r = lax.linalg.qr(a, full_matrices=False)
+    q = jnp.conj(q) if conjugate else q
+    vector = len(_shape(c)) == 1
+    c2 = (c[None, :] if mode == "right" else c[:, None]) if vector else c
+    m, k = _shape(q)
+    if (_shape(c2)[-1] if mode == "right" else _shape(c2)[0]) != (m if mode == "right" else k):
+        raise ValueError(f"lamina.scipy.linalg.qr_multiply: argument 'c' of shape {_shape(c)} "
+                         f"does not match q of shape {_shape(q)} with mode={mode!r}")
+    out = jnp.matmul(c2, q) if mode == "right" else jnp.matmul(q, c2)
+    if vector:
+        out = out[0] if mode == "right" else out[:, 0]
+    return out, r

@@ -16,10 +16,12 @@ import math
 from typing import Any
 
 import numpy as np
+from lamina_tracing_core import control_flow as lax_control
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.numpy import _util
+from lamina_sharded_jit import jit
 
 import lamina.numpy as jnp
 from lamina.nn import log_softmax, logsumexp, softmax
@@ -28,11 +30,12 @@ Array = Any
 ArrayLike = Any
 
 __all__ = [
-    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf",
-    "erfc", "erfinv", "expit", "factorial", "gamma", "gammainc", "gammaincc", "gammaln",
-    "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma",
-    "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr",
-    "softmax", "xlog1py", "xlogy", "zeta",
+    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma",
+    "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial",
+    "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1",
+    "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln",
+    "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "spence", "xlog1py", "xlogy",
+    "zeta",
 ]
 
 
@@ -520,3 +523,281 @@ def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Array:
     a, b = _real("zeta", x, q)
     a, b = jnp.broadcast_arrays(a, b)
     return lax.zeta(a, b)
+
+
+# --- exponential integrals ---------------------------------------------------------------
+_EULER_GAMMA = 0.57721566490153286061
+
+
+def _where_safe(pred: Array, x: Array, safe: float) -> Array:
+    """``x`` where ``pred`` holds, else ``safe``: keeps a branch's arithmetic
+    (and its derivative) finite on the elements another branch answers."""
+    return jnp.where(pred, x, _k(x, safe))
+
+
+def _e1_series(x: Array) -> Array:
+    """``E1`` for ``0 < x <= 1``: ``-gamma - log x - sum (-x)^k / (k k!)``."""
+    term, total = jnp.ones_like(x), jnp.zeros_like(x)
+    for k in range(1, 26):
+        term = term * -x / k
+        total = total + term / k
+    return -_k(x, _EULER_GAMMA) - jnp.log(x) - total
+
+
+def _en_continued_fraction(n: Array, x: Array, depth: int = 60) -> Array:
+    """``E_n(x)`` for ``x > 1``: ``exp(-x)`` times the continued fraction
+    ``1 / (x + n - 1 n / (x + n + 2 - 2 (n + 1) / (x + n + 4 - ...)))``,
+    evaluated from its tail."""
+    tail = jnp.zeros_like(x)
+    for i in range(depth, 0, -1):
+        tail = -i * (n + (i - 1)) / (x + n + 2 * i + tail)
+    return jnp.exp(-x) / (x + n + tail)
+
+
+def exp1(x: ArrayLike) -> Array:
+    """The exponential integral ``E1(x) = integral_x^inf exp(-t) / t dt``
+    (``x >= 0``; NaN below 0, ``inf`` at 0)."""
+    (a,) = _real("exp1", x)
+    return _exp1_jit(a)
+
+
+def _exp1(x: Array) -> Array:
+    small = x <= 1
+    series = _e1_series(_where_safe(small & (x > 0), x, 0.5))
+    fraction = _en_continued_fraction(jnp.ones_like(x), _where_safe(~small, x, 2.0))
+    out = jnp.where(small, series, fraction)
+    out = jnp.where(x == 0, _k(x, np.inf), out)
+    return jnp.where((x < 0) | jnp.isnan(x), _k(x, np.nan), out)
+
+
+def _ei_series(x: Array) -> Array:
+    """``Ei`` for ``0 < x <= 20``: ``gamma + log x + sum x^k / (k k!)``."""
+    term, total = jnp.ones_like(x), jnp.zeros_like(x)
+    for k in range(1, 91):
+        term = term * x / k
+        total = total + term / k
+    return _k(x, _EULER_GAMMA) + jnp.log(x) + total
+
+
+def _ei_asymptotic(x: Array) -> Array:
+    """``Ei`` for ``x > 20``: ``exp(x) / x * sum k! / x^k``."""
+    term, total = jnp.ones_like(x), jnp.ones_like(x)
+    for k in range(1, 21):
+        term = term * k / x
+        total = total + term
+    return jnp.exp(x) / x * total
+
+
+def expi(x: ArrayLike) -> Array:
+    """The exponential integral ``Ei(x)`` (the principal value
+    ``-integral_{-x}^inf exp(-t) / t dt``); ``Ei(x) = -E1(-x)`` for ``x < 0``."""
+    (a,) = _real("expi", x)
+    return _expi_jit(a)
+
+
+def _expi(x: Array) -> Array:
+    negative = x < 0
+    series_region = (x > 0) & (x <= 20)
+    from_e1 = -_exp1(_where_safe(negative, -x, 1.0))
+    series = _ei_series(_where_safe(series_region, x, 1.0))
+    asymptotic = _ei_asymptotic(_where_safe(x > 20, x, 30.0))
+    out = jnp.where(negative, from_e1, jnp.where(series_region, series, asymptotic))
+    out = jnp.where(x == np.inf, _k(x, np.inf), out)
+    out = jnp.where(jnp.isnan(x), x, out)
+    return jnp.where(x == 0, _k(x, -np.inf), out)
+
+
+def _en_series(n: Array, x: Array) -> Array:
+    """``E_n(x)`` for ``0 < x <= 1`` and integer ``n >= 1``: the series with
+    its ``k = n - 1`` term replaced by the digamma part."""
+    nm1 = n - 1
+    total = jnp.zeros_like(x)
+    power = jnp.ones_like(x)  # (-x)^k / k!
+    for k in range(0, 40):
+        if k:
+            power = power * -x / k
+        total = total - jnp.where(nm1 == k, _k(x, 0.0), power / _where_safe(nm1 != k, k - nm1,
+                                                                              1.0))
+        total = total + jnp.where(nm1 == k, power * (-jnp.log(x) + lax.digamma(n)), _k(x, 0.0))
+    return total
+
+
+def expn(n: ArrayLike, x: ArrayLike) -> Array:
+    """The generalized exponential integral ``E_n(x) = integral_1^inf
+    exp(-x t) / t^n dt`` for integer ``n >= 0`` and ``x >= 0`` (NaN elsewhere)."""
+    a, b = _real("expn", n, x)
+    a, b = jnp.broadcast_arrays(a, b)
+    return _expn_jit(a, b)
+
+
+def _expn(n: Array, x: Array) -> Array:
+    bad = (n < 0) | (x < 0) | (n != jnp.floor(n)) | jnp.isnan(x)
+    small = x <= 1
+    n_safe = _where_safe(n >= 1, n, 1.0)
+    series = _en_series(n_safe, _where_safe(small & (x > 0), x, 0.5))
+    fraction = _en_continued_fraction(n_safe, _where_safe(~small, x, 2.0))
+    out = jnp.where(small, series, fraction)
+    out = jnp.where(x == 0, jnp.where(n > 1, 1 / _where_safe(n > 1, n - 1, 1.0),
+                                      _k(x, np.inf)), out)
+    out = jnp.where(n == 0, jnp.exp(-x) / x, out)
+    return jnp.where(bad, _k(x, np.nan), out)
+
+
+# --- the dilogarithm -------------------------------------------------------------------------
+_PI2_6 = math.pi ** 2 / 6
+
+
+def _li2_series(z: Array) -> Array:
+    """``Li2(z) = sum z^k / k^2`` for ``|z| <= 1/2``."""
+    power, total = jnp.ones_like(z), jnp.zeros_like(z)
+    for k in range(1, 48):
+        power = power * z
+        total = total + power / (k * k)
+    return total
+
+
+def _li2_unit(w: Array) -> Array:
+    """``Li2(w)`` for ``0 <= w <= 1``: the series, or Euler's reflection
+    ``Li2(w) = pi^2/6 - log w log(1 - w) - Li2(1 - w)`` above 1/2."""
+    low = w <= 0.5
+    direct = _li2_series(_where_safe(low, w, 0.0))
+    w_high = _where_safe(~low, w, 0.75)
+    reflected = (_k(w, _PI2_6) - jnp.log(w_high) * jnp.log1p(-w_high)
+                 - _li2_series(1 - w_high))
+    reflected = jnp.where(w == 1, _k(w, _PI2_6), reflected)
+    return jnp.where(low, direct, reflected)
+
+
+def spence(x: ArrayLike) -> Array:
+    """SciPy's dilogarithm ``spence(x) = integral_1^x log t / (1 - t) dt =
+    Li2(1 - x)`` for ``x >= 0`` (NaN below 0)."""
+    (a,) = _real("spence", x)
+    return _spence_jit(a)
+
+
+def _spence(x: Array) -> Array:
+    z = 1 - x
+    # z in [0, 1]: Li2 directly; z < 0 (x > 1): Landen's identity
+    # Li2(z) = -Li2(z / (z - 1)) - log(1 - z)^2 / 2, with z / (z - 1) in (0, 1).
+    direct = _li2_unit(_where_safe((z >= 0) & (z <= 1), z, 0.0))
+    z_neg = _where_safe(z < 0, z, -1.0)
+    landen = -_li2_unit(z_neg / (z_neg - 1)) - 0.5 * jnp.square(jnp.log1p(-z_neg))
+    out = jnp.where(z >= 0, direct, landen)
+    return jnp.where((x < 0) | (x == np.inf) | jnp.isnan(x), _k(x, np.nan), out)
+
+
+# --- scaled complementary error function and Dawson's integral ----------------------------
+_INV_SQRT_PI = 1 / math.sqrt(math.pi)
+
+
+def erfcx(x: ArrayLike) -> Array:
+    """The scaled complementary error function ``exp(x^2) erfc(x)``, finite
+    for large ``x`` (about ``1 / (x sqrt(pi))``)."""
+    (a,) = _real("erfcx", x)
+    return _erfcx_jit(a)
+
+
+def _erfcx(x: Array) -> Array:
+    large = x >= 2
+    x_small = _where_safe(~large, x, 0.0)
+    direct = jnp.exp(jnp.square(x_small)) * lax.erfc(x_small)
+    # Laplace's continued fraction 1 / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))).
+    x_large = _where_safe(large, x, 3.0)
+    tail = jnp.zeros_like(x)
+    for k in range(80, 0, -1):
+        tail = (k / 2) / (x_large + tail)
+    fraction = _k(x, _INV_SQRT_PI) / (x_large + tail)
+    fraction = jnp.where(x == np.inf, _k(x, 0.0), fraction)
+    return jnp.where(large, fraction, jnp.where(jnp.isnan(x), x, direct))
+
+
+_RYBICKI_H = 0.4
+
+
+def dawsn(x: ArrayLike) -> Array:
+    """Dawson's integral ``exp(-x^2) integral_0^x exp(t^2) dt`` (Rybicki's
+    exponentially converging sum; relative error about 2e-7)."""
+    (a,) = _real("dawsn", x)
+    return _dawsn_jit(a)
+
+
+def _dawsn(x: Array) -> Array:
+    ax = jnp.abs(x)
+    small = ax < 0.2
+    x2 = jnp.square(x)
+    series = x * (1 - 2 / 3 * x2 * (1 - 2 / 5 * x2 * (1 - 2 / 7 * x2)))
+    # Rybicki: the nearest even multiple n0 h of |x|, then a sum over odd offsets.
+    xa = _where_safe(~small & (ax < np.inf), ax, 1.0)
+    n0 = 2 * jnp.round(0.5 * xa / _RYBICKI_H)
+    xp = xa - n0 * _RYBICKI_H
+    e1 = jnp.exp(2 * xp * _RYBICKI_H)
+    e2 = jnp.square(e1)
+    d1, d2 = n0 + 1, n0 - 1
+    total = jnp.zeros_like(x)
+    for i in range(6):
+        c = math.exp(-((2 * i + 1) * _RYBICKI_H) ** 2)
+        total = total + c * (e1 / d1 + 1 / (d2 * e1))
+        d1, d2, e1 = d1 + 2, d2 - 2, e1 * e2
+    far = _k(x, _INV_SQRT_PI) * jnp.sign(x) * jnp.exp(-jnp.square(xp)) * total
+    far = jnp.where(ax == np.inf, _k(x, 0.0), far)
+    return jnp.where(small | jnp.isnan(x), series, far)
+
+
+# --- confluent and Gauss hypergeometric functions -------------------------------------------
+def _hyp_series(terms: int, ratio: Any, like: Array) -> Array:
+    """``sum_k t_k`` with ``t_0 = 1`` and ``t_k = t_{k-1} * ratio(k - 1)``
+    (a loop of fixed length: a scan, so reverse mode differentiates it)."""
+    def body(k: Any, state: tuple[Array, Array]) -> tuple[Array, Array]:
+        term = state[0] * ratio(lax.convert_element_type(k, get_aval(like).dtype))
+        return term, state[1] + term
+
+    ones = jnp.ones_like(like)
+    return lax_control.fori_loop(0, terms, body, (ones, ones))[1]
+
+
+def hyp1f1(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
+    """Kummer's confluent hypergeometric function ``1F1(a; b; x)`` (its series;
+    for ``x < 0`` Kummer's transformation ``exp(x) 1F1(b - a; b; -x)``)."""
+    a_, b_, x_ = _real("hyp1f1", a, b, x)
+    a_, b_, x_ = jnp.broadcast_arrays(a_, b_, x_)
+    return _hyp1f1_jit(a_, b_, x_)
+
+
+def _hyp1f1(a: Array, b: Array, x: Array) -> Array:
+    negative = x < 0
+    a2 = jnp.where(negative, b - a, a)
+    z = jnp.abs(x)
+    total = _hyp_series(200, lambda k: (a2 + k) / (b + k) * z / (k + 1), x)
+    return jnp.where(negative, jnp.exp(x) * total, total)
+
+
+def hyp2f1(a: ArrayLike, b: ArrayLike, c: ArrayLike, x: ArrayLike) -> Array:
+    """The Gauss hypergeometric function ``2F1(a, b; c; x)`` for ``x < 1``
+    (its series; for ``x < 0`` Pfaff's transformation
+    ``(1 - x)^-a 2F1(a, c - b; c; x / (x - 1))``), NaN for ``x > 1``."""
+    a_, b_, c_, x_ = _real("hyp2f1", a, b, c, x)
+    a_, b_, c_, x_ = jnp.broadcast_arrays(a_, b_, c_, x_)
+    return _hyp2f1_jit(a_, b_, c_, x_)
+
+
+def _hyp2f1(a: Array, b: Array, c: Array, x: Array) -> Array:
+    negative = x < 0
+    b2 = jnp.where(negative, c - b, b)
+    z = jnp.where(negative, x / (x - 1), x)
+    z = _where_safe(z < 1, z, 0.0)
+    total = _hyp_series(400, lambda k: (a + k) * (b2 + k) / ((c + k) * (k + 1)) * z, x)
+    out = jnp.where(negative, jnp.power(1 - x, -a) * total, total)
+    at_one = jnp.exp(lax.lgamma(c) + lax.lgamma(c - a - b) - lax.lgamma(c - a)
+                     - lax.lgamma(c - b))
+    out = jnp.where(x == 1, jnp.where(c - a - b > 0, at_one, _k(x, np.inf)), out)
+    return jnp.where(x > 1, _k(x, np.nan), out)
+
+
+_exp1_jit = jit(_exp1)
+_expi_jit = jit(_expi)
+_expn_jit = jit(_expn)
+_spence_jit = jit(_spence)
+_erfcx_jit = jit(_erfcx)
+_dawsn_jit = jit(_dawsn)
+_hyp1f1_jit = jit(_hyp1f1)
+_hyp2f1_jit = jit(_hyp2f1)

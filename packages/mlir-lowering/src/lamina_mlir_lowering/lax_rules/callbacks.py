@@ -18,20 +18,24 @@ ran the program, naming the callback and the program.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from jaxlib import xla_client as xc
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.callbacks import (
     HostCallback,
     debug_callback_p,
+    inspect_sharding_p,
     io_callback_p,
     pure_callback_p,
 )
+from lamina_tracing_core.checks import check_p
 from lamina_tracing_core.effects import HostEffect
 
 from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
@@ -122,12 +126,24 @@ def emit_host_callback(ctx: LoweringRuleContext, callback: HostCallback,
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
         backend_config=ir.DictAttr.get({"index": ir.IntegerAttr.get(u64, index)}))
     if mctx.num_partitions > 1:
-        # an SPMD program runs the callback once, on its first device
-        op.attributes["mhlo.sharding"] = ir.StringAttr.get("{maximal device=0}")
+        _on_first_device(mctx.sharding_format, op, result_avals, ordered)
     results: list[Value] = list(op.results)
     if ordered:
         mctx.token = results.pop(0)
     return results
+
+
+def _on_first_device(sharding_format: str, op: Any, result_avals: Sequence[ShapedArray],
+                     ordered: bool) -> None:
+    """An SPMD program runs the callback once, on its first device (a maximal
+    sharding; XLA requires one on every side-effecting op)."""
+    if sharding_format != "shardy":
+        op.attributes["mhlo.sharding"] = ir.StringAttr.get("{maximal device=0}")
+        return
+    # a maximal sharding has no dimension shardings, whatever the result's rank
+    first = sdy.TensorShardingAttr.get(sdy.MeshAttr.get([], [0]), [])
+    count = max(1, int(ordered) + len(result_avals))  # an op without results carries one too
+    op.attributes["sdy.sharding"] = sdy.TensorShardingPerValueAttr.get([first] * count)
 
 
 def _pure_callback(ctx: LoweringRuleContext, *operands: Value, callback: HostCallback,
@@ -149,6 +165,34 @@ def _debug_callback(ctx: LoweringRuleContext, *operands: Value, callback: HostCa
                               ordered=effect.ordered)
 
 
+def _unchecked(ctx: LoweringRuleContext, *operands: Value, message: str, fmt_tree: Any,
+               source: Any) -> list[Value]:
+    raise ctx.error(f"checkify.check({message!r}) at {source} reached a compiled program "
+                    "without checkify: wrap the function in checkify.checkify(...) to get its "
+                    "errors as values (a check has nothing to report to otherwise)")
+
+
+def _inspect_sharding(ctx: LoweringRuleContext, x: Value, *,
+                      callback: Callable[[Any], None]) -> list[Value]:
+    """XLA's SPMD partitioner calls ``callback`` with the operand's
+    ``HloSharding`` (the ``InspectSharding`` custom call jaxlib handles); a
+    program without partitions has nothing to choose: ``callback(None)`` says
+    so right away (the value lives on the program's one device)."""
+    mctx = ctx.module_context
+    if mctx.num_partitions == 1:
+        callback(None)
+        return []
+    mctx.sharding_inspectors.append(callback)
+    hlo.CustomCallOp(
+        [x.type], [x], call_target_name=ir.StringAttr.get("InspectSharding"),
+        has_side_effect=ir.BoolAttr.get(True),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+        backend_config=ir.StringAttr.get(xc.encode_inspect_sharding_callback(callback)))
+    return []
+
+
+register_lowering(inspect_sharding_p, _inspect_sharding)
+register_lowering(check_p, _unchecked)
 register_lowering(pure_callback_p, _pure_callback)
 register_lowering(io_callback_p, _io_callback)
 register_lowering(debug_callback_p, _debug_callback)

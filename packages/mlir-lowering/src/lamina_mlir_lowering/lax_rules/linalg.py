@@ -17,6 +17,16 @@ targets where the module runs). Elsewhere ``cholesky`` and
 ``triangular_solve`` use the StableHLO ops; ``qr`` and
 ``lu_pivots_to_permutation`` are lowered through traced implementations on
 every platform (the pivots kernel on GPUs).
+
+On ``cuda``/``rocm`` also ``svd`` (``gesvdj`` up to 1024x1024, else
+``gesvd``), ``eig`` (the hybrid host kernel), ``tridiagonal``,
+``tridiagonal_solve`` (cuSPARSE ``gtsv2``), ``ormqr``, and on ``cuda``
+``symmetric_product`` (``syrk``) and ``cholesky_update``. On ``tpu`` (and by
+default) ``geqrf``/``householder_product`` are XLA's ``Qr`` and
+``ProductOfElementaryHouseholderReflectors`` expanders, ``lu`` is
+``LuDecomposition`` and ``eigh`` is ``Eigh``; ``tridiagonal_solve``,
+``ormqr``, ``symmetric_product`` and ``cholesky_update`` are traced there.
+``hessenberg`` and ``schur`` are CPU-only, as in JAX.
 """
 
 from __future__ import annotations
@@ -81,13 +91,11 @@ def _ffi_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
     a matrix (column-major layout); ``aliases`` maps operand to result;
     ``num_batch_dims`` (a frontend attribute, so XLA may partition the
     batch) is left out where it is None."""
+    frontend = None if num_batch_dims is None else {"num_batch_dims": str(num_batch_dims)}
     return ffi_call(ctx, target, operands, [a for a, _ in result_avals],
                     operand_layouts=[_layout(a, m) for a, m in operand_avals],
                     result_layouts=[_layout(a, m) for a, m in result_avals],
-                    operand_output_aliases=aliases,
-                    frontend_attributes=(None if num_batch_dims is None
-                                         else {"num_batch_dims": str(num_batch_dims)}),
-                    **attrs)
+                    operand_output_aliases=aliases, frontend_attributes=frontend, **attrs)
 
 
 def _nan_unless(ctx: LoweringRuleContext, ok: Value, x: Value, aval: ShapedArray,
@@ -775,3 +783,44 @@ for _platform in ("cuda", "rocm"):
     register_lowering(la.ormqr_p, _ormqr_rule(_platform), platform=_platform)
     register_lowering(la.svd_p, _gpu_svd(_platform), platform=_platform)
     register_lowering(la.eig_p, _gpu_eig(_platform), platform=_platform)
+
+
+# --- TPU (and default) custom calls ---------------------------------------------------------
+
+def _plain_custom_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
+                       backend_config: str = "", api_version: int = 1) -> list[Value]:
+    """A custom call with default layouts, as XLA's TPU expanders take them."""
+    types = ctx.module_context.types
+    attributes: dict[str, ir.Attribute] = {
+        "call_target_name": ir.StringAttr.get(target),
+        "backend_config": ir.StringAttr.get(backend_config),
+        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), api_version),
+    }
+    op = hlo.CustomCallOp.build_generic(results=[types.tensor(a) for a in ctx.avals_out],
+                                        operands=list(operands), attributes=attributes)
+    return list(op.results)
+
+
+def _geqrf_default(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+    return _plain_custom_call(ctx, "Qr", [x])
+
+
+def _householder_default(ctx: LoweringRuleContext, a: Value, taus: Value) -> Sequence[Value]:
+    return _plain_custom_call(ctx, "ProductOfElementaryHouseholderReflectors", [a, taus])
+
+
+def _lu_tpu(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+    return _plain_custom_call(ctx, "LuDecomposition", [x], api_version=2)
+
+
+def _eigh_tpu(ctx: LoweringRuleContext, x: Value, *, lower: bool, sort_eigenvalues: bool,
+              subset_by_index: Any) -> Sequence[Value]:
+    # backend_config: lower, sort, the Jacobi sweep limit and its tolerance
+    config = f"{int(lower)},{int(sort_eigenvalues)},100,1e-6"
+    return _plain_custom_call(ctx, "Eigh", [x], backend_config=config)
+
+
+register_lowering(la.geqrf_p, _geqrf_default)
+register_lowering(la.householder_product_p, _householder_default)
+register_lowering(la.lu_p, _lu_tpu, platform="tpu")
+register_lowering(la.eigh_p, _eigh_tpu, platform="tpu")

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from lamina_tracing_core import dtypes
+from lamina_tracing_core import dtypes, trace_settings
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax import structural as st
@@ -54,9 +54,11 @@ CanonicalPrecision = tuple[Precision, Precision] | None
 
 
 def canonicalize_precision(precision: Any) -> CanonicalPrecision:
-    """``None`` or a pair of ``Precision`` (one per operand)."""
+    """``None`` or a pair of ``Precision`` (one per operand); ``None`` means
+    the ``default_matmul_precision`` setting when one is set."""
     if precision is None:
-        return None
+        default = trace_settings.state.default_matmul_precision
+        return None if default is None else canonicalize_precision(default)
     if isinstance(precision, str) and precision in _PRECISION_STRINGS:
         p = _PRECISION_STRINGS[precision]
         return (p, p)

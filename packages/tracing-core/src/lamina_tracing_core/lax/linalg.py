@@ -117,19 +117,24 @@ def _broadcast_vec(v: Any, shape: tuple[int, ...], axis: int) -> Any:
     return st.broadcast_in_dim(v, shape, keep)
 
 
-def _check_matrix(name: str, arg: str, aval: ShapedArray, *, square: bool = False,
+def _check_matrix(name: str, arg: str, x: Any, *, square: bool = False,
                   inexact: bool = True) -> tuple[int, int]:
+    """Checks ``x`` (a value, or the aval of one) is a (batch of) matrices,
+    square or inexact as asked; errors name ``name``, ``arg`` and, for a
+    traced value, the user's arguments it comes from."""
+    aval = x if isinstance(x, ShapedArray) else get_aval(x)
+    where = "" if isinstance(x, ShapedArray) else helpers.operand_origin(x)
     if aval.ndim < 2:
         raise ValueError(f"{name}: argument {arg!r} must have at least two dimensions, "
-                         f"got shape {aval.shape}")
+                         f"got shape {aval.shape}{where}")
     m, n = aval.shape[-2:]
     if square and m != n:
         raise ValueError(f"{name}: argument {arg!r} must be a batch of square matrices, "
-                         f"got shape {aval.shape}")
+                         f"got shape {aval.shape}{where}")
     if inexact and aval.dtype not in common.INEXACT:
         raise TypeError(f"{name}: argument {arg!r} must have a floating or complex dtype, "
-                        f"got {aval.dtype}")
-    return int(m), int(n)
+                        f"got {aval.dtype}{where}")
+    return m, n
 
 
 def _front_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
@@ -192,8 +197,7 @@ def cholesky(x: ArrayLike, *, symmetrize_input: bool = True) -> Array:
     """The lower Cholesky factor ``L`` (``x = L @ L^H``) of each trailing matrix;
     NaNs where ``x`` is not positive definite. With ``symmetrize_input``,
     ``(x + x^H) / 2`` is factored."""
-    aval = get_aval(x)
-    _check_matrix("cholesky", "x", aval, square=True)
+    _check_matrix("cholesky", "x", x, square=True)
     if symmetrize_input:
         x = symmetrize(x)
     return _tril(cholesky_p.bind(x))
@@ -345,7 +349,7 @@ def lu(x: ArrayLike) -> tuple[Array, Array, Array]:
     (strictly lower part of ``lu``) and ``U`` upper (upper part of ``lu``);
     ``pivots`` are LAPACK's row swaps (0-based). NaNs where the
     factorization fails (not where it is merely singular, as LAPACK)."""
-    _check_matrix("lu", "x", get_aval(x))
+    _check_matrix("lu", "x", x)
     out = lu_p.bind(x)
     return out[0], out[1], out[2]
 
@@ -438,8 +442,7 @@ def eigh(x: ArrayLike, *, lower: bool = True, symmetrize_input: bool = True,
     each Hermitian trailing matrix; only the ``lower`` (or upper) triangle is
     read unless ``symmetrize_input``. ``implementation`` must be ``None`` or
     ``EighImplementation.QR`` (LAPACK/cuSOLVER ``syevd``)."""
-    aval = get_aval(x)
-    _check_matrix("eigh", "x", aval, square=True)
+    _check_matrix("eigh", "x", x, square=True)
     if implementation not in (None, EighImplementation.QR):
         raise ValueError(f"eigh: implementation={implementation} is not supported; lamina "
                          "uses syevd (implementation=None or EighImplementation.QR)")
@@ -503,7 +506,7 @@ def eig(x: ArrayLike, *, compute_left_eigenvectors: bool = True,
     ``enable_eigvec_derivs`` (valid for distinct eigenvalues), as in JAX.
     ``implementation`` must be ``None`` or ``EigImplementation.LAPACK``:
     lamina lowers ``eig`` with LAPACK on the host CPU."""
-    _check_matrix("eig", "x", get_aval(x), square=True)
+    _check_matrix("eig", "x", x, square=True)
     if use_magma:
         implementation = EigImplementation.MAGMA
     if implementation not in (None, EigImplementation.LAPACK):
@@ -647,7 +650,7 @@ def qr(x: ArrayLike, *, pivoting: bool = False, full_matrices: bool = True,
        use_magma: bool | None = None) -> tuple[Array, Array]:
     """``(q, r)`` with ``x = q @ r``, ``q`` orthonormal columns and ``r`` upper
     triangular; ``full_matrices`` gives the square ``q`` (``m x m``)."""
-    _check_matrix("qr", "x", get_aval(x))
+    _check_matrix("qr", "x", x)
     q, r = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices),
                      use_magma=use_magma)
     return q, r
@@ -746,7 +749,7 @@ def svd(x: ArrayLike, *, full_matrices: bool = True, compute_uv: bool = True,
         subset_by_index: tuple[int, int] | None = None, algorithm: Any = None) -> Any:
     """The singular values (descending) of each trailing matrix, and with
     ``compute_uv`` the ``(u, s, vh)`` of ``x = u @ diag(s) @ vh``."""
-    _check_matrix("svd", "x", get_aval(x))
+    _check_matrix("svd", "x", x)
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
                       subset_by_index=None if subset_by_index is None
                       else tuple(int(i) for i in subset_by_index), algorithm=algorithm)
@@ -824,7 +827,7 @@ def hessenberg(a: ArrayLike) -> tuple[Array, Array]:
     in the upper triangle and first subdiagonal of ``a``, the Householder
     reflectors below it with their scale factors ``taus`` (LAPACK's
     ``gehrd``; CPU only, as in JAX). Not differentiable."""
-    _check_matrix("hessenberg", "a", get_aval(a), square=True)
+    _check_matrix("hessenberg", "a", a, square=True)
     h, taus = hessenberg_p.bind(a)
     return h, taus
 
@@ -852,7 +855,7 @@ def schur(x: ArrayLike, *, compute_schur_vectors: bool = True, sort_eig_vals: bo
     upper triangular for complex input, ``z`` unitary (LAPACK's ``gees``;
     CPU only, as in JAX). Eigenvalue sorting is not offered (JAX's lowering
     refuses it too). Not differentiable."""
-    _check_matrix("schur", "x", get_aval(x), square=True)
+    _check_matrix("schur", "x", x, square=True)
     if sort_eig_vals:
         raise ValueError("schur: sort_eig_vals=True is not supported (LAPACK's gees sorting is "
                          "not exposed by jaxlib's kernel, as in JAX)")
@@ -885,7 +888,7 @@ def tridiagonal(a: ArrayLike, *, lower: bool = True) -> tuple[Array, Array, Arra
     off-diagonal ``e``; ``a`` keeps ``T`` and the reflectors of ``Q`` in its
     ``lower`` (or upper) triangle, ``taus`` their scale factors (LAPACK's
     ``sytrd``/``hetrd``). Only that triangle of the input is read."""
-    _check_matrix("tridiagonal", "a", get_aval(a), square=True)
+    _check_matrix("tridiagonal", "a", a, square=True)
     arr, d, e, taus = tridiagonal_p.bind(a, lower=bool(lower))
     return arr, d, e, taus
 

@@ -18,6 +18,7 @@ Errors name the numpy function and the argument.
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.lax.convert import convert_element_type_internal
 from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
+from lamina_tracing_core.trace_settings import state as _settings
 
 Array = Any
 ArrayLike = Any
@@ -289,6 +291,27 @@ def with_operands_note(message: str, operands: Sequence[Any]) -> str:
     return f"{message}.{note}" if note else message
 
 
+def check_rank_promotion(fun: str, shapes: Sequence[tuple[int, ...]],
+                         operands: Sequence[Any] = ()) -> None:
+    """Under ``numpy_rank_promotion='warn'`` or ``'raise'``, warns about or
+    refuses the implicit rank promotion of non-scalar operands of different
+    ranks (JAX's texts, plus the arguments they come from while tracing)."""
+    mode = _settings.numpy_rank_promotion
+    if mode == "allow":
+        return
+    listed = " ".join(str(tuple(s)) for s in shapes)
+    short = fun.removeprefix("lamina.numpy.")
+    if mode == "raise":
+        raise ValueError(with_operands_note(
+            f"Operands could not be broadcast together for {short} on shapes {listed} and with "
+            f"the config option jax_numpy_rank_promotion='raise'. For more information, see "
+            f"https://docs.jax.dev/en/latest/rank_promotion_warning.html", operands))
+    warnings.warn(f"Following NumPy automatic rank promotion for {short} on shapes {listed}. "
+                  f"Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
+                  f"warning; for more information, see "
+                  f"https://docs.jax.dev/en/latest/rank_promotion_warning.html.", stacklevel=4)
+
+
 def promote_shapes(fun: str, *args: ArrayLike) -> list[ArrayLike]:
     """Operands with equal ranks (leading size-1 axes added; scalars kept)."""
     if len(args) < 2:
@@ -300,6 +323,7 @@ def promote_shapes(fun: str, *args: ArrayLike) -> list[ArrayLike]:
             elementwise_shape(fun, *shapes, operands=args)  # only for the error message
         return list(args)
     rank = len(elementwise_shape(fun, *shapes, operands=args))
+    check_rank_promotion(fun, shapes, args)
     return [x if not s else lax.broadcast_to_rank(x, rank) for x, s in zip(args, shapes)]
 
 
@@ -367,8 +391,10 @@ def _promote_pair(fun: str, x: Any, y: Any) -> list[ArrayLike] | None:
         full = elementwise_shape(fun, xs, ys, operands=(x, y))  # errors on incompatible shapes
         if len(xs) != len(ys):
             rank = len(full)
+            check_rank_promotion(fun, (xs, ys), (x, y))
     if ax.dtype != ay.dtype or ax.weak_type != ay.weak_type:
-        key = (ax.dtype, ax.weak_type, ay.dtype, ay.weak_type, dtypes.x64_state.enabled)
+        key = (ax.dtype, ax.weak_type, ay.dtype, ay.weak_type, dtypes.x64_state.enabled,
+               _settings.numpy_dtype_promotion)
         promoted = _pair_promotions.get(key)
         if promoted is None:
             promoted = dtypes.promote_types_weak((ax.dtype, ax.weak_type),

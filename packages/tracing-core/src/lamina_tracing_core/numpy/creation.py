@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from lamina_tracing_core.avals import check_shape_size, get_aval
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import core, dtypes, lax
 from lamina_tracing_core.lax.convert import convert_element_type_p
 
@@ -257,9 +258,14 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     num = _util.concrete_int("linspace", num, "the num argument")
     if num < 0:
         raise ValueError(f"lamina.numpy.linspace: number of samples, {num}, must be non-negative")
+    return _linspace_compiled(start, stop, num, bool(endpoint), bool(retstep),
+                              _user_dtype("linspace", dtype), int(axis))
+
+
+def _linspace(start: Any, stop: Any, num: int, endpoint: bool, retstep: bool,
+              user_dt: np.dtype[Any] | None, axis: int) -> Any:
     lo, hi = _util.promote_dtypes("linspace", start, stop)
-    out_dt = _user_dtype("linspace", dtype) or _float_computation_dtype(
-        dtypes.result_type(lo, hi))
+    out_dt = user_dt or _float_computation_dtype(dtypes.result_type(lo, hi))
     comp = _float_computation_dtype(out_dt)
     lo, hi = _util.convert(lo, comp), _util.convert(hi, comp)
     bounds = _util.broadcast_shapes("linspace", _util.shape_of(lo), _util.shape_of(hi))
@@ -287,6 +293,11 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         out = lax.floor(out)
     out = _util.convert(out, out_dt)
     return (out, delta) if retstep else out
+
+
+#: Eagerly one compiled program, as JAX's (XLA's fused arithmetic gives the
+#: last bits JAX users see).
+_linspace_compiled = tc_api.compiled_when_eager(_linspace, static_argnums=(2, 3, 4, 5, 6))
 
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,

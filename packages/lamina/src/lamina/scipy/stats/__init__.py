@@ -2,6 +2,7 @@
 one module per distribution with its ``logpdf``/``pdf``/``cdf``/... functions."""
 
 from lamina.scipy.stats import bernoulli as bernoulli
+from lamina.scipy.stats import betabinom as betabinom
 from lamina.scipy.stats import beta as beta
 from lamina.scipy.stats import binom as binom
 from lamina.scipy.stats import cauchy as cauchy
@@ -22,12 +23,17 @@ from lamina.scipy.stats import norm as norm
 from lamina.scipy.stats import pareto as pareto
 from lamina.scipy.stats import poisson as poisson
 from lamina.scipy.stats import t as t
+from lamina.scipy.stats import truncnorm as truncnorm
 from lamina.scipy.stats import uniform as uniform
 from lamina.scipy.stats import vonmises as vonmises
 from lamina.scipy.stats import wrapcauchy as wrapcauchy
 
+from lamina.scipy.stats.descriptive import ModeResult, mode, rankdata, sem
+
 __all__ = [
+    "ModeResult",
     "bernoulli",
+    "betabinom",
     "beta",
     "binom",
     "cauchy",
@@ -41,13 +47,17 @@ __all__ = [
     "gumbel_r",
     "laplace",
     "logistic",
+    "mode",
     "multinomial",
     "multivariate_normal",
     "nbinom",
     "norm",
     "pareto",
     "poisson",
+    "rankdata",
+    "sem",
     "t",
+    "truncnorm",
     "uniform",
     "vonmises",
     "wrapcauchy",

@@ -1,0 +1,5 @@
+"""``lamina.scipy.cluster``: ``vq``."""
+
+from lamina.scipy.cluster import vq as vq
+
+__all__ = ["vq"]

@@ -1,0 +1,713 @@
+"""The persistent trace cache (opt-in): traced and lowered jit programs on disk.
+
+The persistent compilation cache (``lamina_interpreters_pxla.persistent_cache``)
+skips XLA in a restarted process, but tracing and lowering still run. With
+``config.update('persistent_trace_cache', True)``, or per function
+``jit(f, cache_trace=True)``, the first top-level call of each signature also
+stores its lowered program (the StableHLO bytecode with every name and
+location, and what the stages need around it: argument and result names and
+types, the output tree, donations, the pruned arguments) in
+``<compilation_cache_dir>/traces``. A later process calling the same function
+with the same signature rebuilds the program from that entry and takes the
+executable from the compilation cache: the function's Python body never runs.
+
+Soundness is the point, so an entry is used only when everything the trace
+read is as it was. **The key** (computed before tracing) covers:
+
+- the function: its qualified name, module, code object (bytecode, constants,
+  names, line table, file name; nested code objects too), its closure cells'
+  values and its default values, fingerprinted recursively (functions they
+  hold by their code and closures, arrays by their bytes, containers and
+  plain objects by their contents);
+- ``jit``'s own arguments (static and donated argument numbers and names,
+  ``keep_unused``, ``inline``, compiler options), the static argument values,
+  the argument tree structure, every flat argument's type (shape, dtype, weak
+  type) and placement (committed or not, and its sharding by device ids),
+  the explicit ``in_shardings``/``out_shardings`` and the current mesh;
+- the tracing context (x64, the default device) and every lamina setting
+  registered with :func:`register_key_part` (``lamina.config`` registers all
+  settings but the caches' own), and the versions of Python, jaxlib and
+  lamina's packages.
+
+**The entry's manifest** (checked on load) covers what tracing turned out to
+read: the SHA-256 of every source file whose functions ran while the call was
+traced and lowered (recorded with ``sys.setprofile``), plus the files of every
+equation's source location (inner jitted functions traced earlier in the
+process), and the values of the module globals that code outside the standard
+library, site-packages and lamina names (``co_names`` found in its globals),
+fingerprinted as above when that code is first called (so a counter the
+body itself increments is compared by its value before the call). A module
+not imported yet when the entry is checked passes: importing it runs its
+file, which is compared.
+
+**What it cannot see**, so do not rely on it for these: the contents of
+objects it cannot fingerprint that are read as globals (only their type is
+compared); globals read by installed libraries (site-packages) and lamina
+(their files are compared, their runtime state is not); values reached
+through attributes of modules (``mylib.SCALE`` read from another module);
+anything read from outside Python (files, environment variables, random
+numbers) while tracing; code without a source file (``exec``'d strings,
+generated dataclass methods) unless it is the jitted function itself. A function whose closure, defaults or static
+arguments hold a value it cannot fingerprint is not cached (``explain_cache_misses``
+says which value). Calls under a transformation, inside ``sharded_jit``, or
+of programs with effects or host callbacks trace as usual.
+
+``persistent_trace_cache_verify`` traces anyway on every hit and warns
+(:class:`PersistentTraceMismatchWarning`) when the stored program differs
+from the fresh one; :func:`clear_persistent_caches` deletes both caches'
+entries. Entries are pickles: like compiled executables, loading one runs
+code, so point the cache only at directories you trust.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import importlib.util
+import os
+import pickle
+import sys
+import sysconfig
+import types
+import warnings
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from jaxlib.version import __version__ as jaxlib_version
+from lamina_interpreters_pxla import persistent_cache
+from lamina_interpreters_pxla.__about__ import __version__ as runtime_version
+from lamina_interpreters_pxla.array import Array
+from lamina_interpreters_pxla.backends import default_device
+from lamina_interpreters_pxla.executable import Executable
+from lamina_interpreters_pxla._jaxlib import DeviceClass
+from lamina_interpreters_pxla.sharding import Mesh, NamedSharding, SingleDeviceSharding
+from lamina_linear_util import tree_util as tu
+from lamina_mlir_lowering.lowering import LoweringResult
+from lamina_mlir_lowering.serialization import module_to_bytecode, module_to_text, parse_module
+from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
+
+from lamina_sharded_jit.__about__ import __version__
+from lamina_sharded_jit.arguments import canonical_aval
+from lamina_sharded_jit.dispatch import MISS
+from lamina_sharded_jit.execution import (
+    CompiledProgram,
+    LoweredProgram,
+    compile_program,
+    lowered_program_of,
+)
+from lamina_sharded_jit.explain import explain_miss
+from lamina_sharded_jit.params import JitInfo, flat_in_shardings, flat_out_shardings
+from lamina_sharded_jit.settings import config
+from lamina_sharded_jit.shardings import is_unspecified
+
+__all__ = ["NotCacheable", "PersistentTraceMismatchWarning", "clear_persistent_caches",
+           "enabled", "fingerprint", "register_key_part", "stats", "call_key", "TRACE_SUFFIX"]
+
+TRACE_SUFFIX = ".lamina-trace"
+_FORMAT = 1
+_MAX_DEPTH = 24
+
+#: what this process's trace cache did (tests and benchmarks read it)
+stats = {"hits": 0, "misses": 0, "stores": 0, "uncacheable": 0, "verified": 0,
+         "mismatches": 0}
+
+
+class NotCacheable(Exception):
+    """This call cannot use the persistent trace cache (the message says why)."""
+
+
+class PersistentTraceMismatchWarning(UserWarning):
+    """Verify mode found a stored program that differs from a fresh trace."""
+
+
+def enabled(per_function: bool | None) -> bool:
+    """Whether a function's calls use the trace cache (``jit(f, cache_trace=...)``
+    wins over the setting)."""
+    return config.persistent_trace_cache if per_function is None else per_function
+
+
+# --- fingerprints ---------------------------------------------------------------------------
+def fingerprint(value: Any) -> str:
+    """A SHA-256 of ``value`` that is equal across processes exactly when the
+    value is (see the module docstring); :class:`NotCacheable` for a value it
+    cannot see into."""
+    h = hashlib.sha256()
+    _feed(h, value, 0, set())
+    return h.hexdigest()
+
+
+def _name_of(x: Any) -> str:
+    return f"{getattr(x, '__module__', None)}.{getattr(x, '__qualname__', None)}"
+
+
+def _feed(h: Any, x: Any, depth: int, seen: set[int]) -> None:
+    if depth > _MAX_DEPTH:
+        raise NotCacheable(f"a value nested more than {_MAX_DEPTH} levels deep")
+    t = type(x)
+    if x is None or t in (bool, int, float, complex, str, bytes):
+        h.update(f"{t.__name__}:{x!r};".encode())
+        return
+    if isinstance(x, (np.ndarray, np.generic)) or t is Array:
+        a = np.asarray(x)
+        if a.dtype == object:
+            raise NotCacheable("an array of Python objects cannot be fingerprinted")
+        h.update(f"array:{a.dtype.str}:{a.shape}:{t.__name__};".encode())
+        h.update(hashlib.sha256(np.ascontiguousarray(a).tobytes()).digest())
+        return
+    if isinstance(x, (np.dtype, enum.Enum)):
+        h.update(f"{_name_of(t)}:{x!s};".encode())
+        return
+    if isinstance(x, types.ModuleType):
+        h.update(f"module:{x.__name__};".encode())
+        return
+    if isinstance(x, type):
+        h.update(f"type:{_name_of(x)};".encode())
+        return
+    if isinstance(x, types.CodeType):
+        _feed_code(h, x)
+        return
+    placement = _placement_text(x)
+    if placement is not None:
+        h.update(f"{placement};".encode())
+        return
+    if isinstance(x, (types.BuiltinFunctionType, np.ufunc)):
+        h.update(f"builtin:{getattr(x, '__module__', None)}.{x.__name__};".encode())
+        return
+    if id(x) in seen:  # a cycle: the value is already being fed
+        h.update(b"cycle;")
+        return
+    seen.add(id(x))
+    try:
+        _feed_composite(h, x, t, depth + 1, seen)
+    finally:
+        seen.discard(id(x))
+
+
+def _feed_composite(h: Any, x: Any, t: type, depth: int, seen: set[int]) -> None:
+    if isinstance(x, (tuple, list)):
+        h.update(f"{_name_of(t)}[{len(x)}](".encode())
+        for v in x:
+            _feed(h, v, depth, seen)
+        h.update(b")")
+    elif isinstance(x, dict):
+        h.update(f"{_name_of(t)}{{{len(x)}}}(".encode())
+        for k, v in x.items():
+            _feed(h, k, depth, seen)
+            _feed(h, v, depth, seen)
+        h.update(b")")
+    elif isinstance(x, (set, frozenset)):
+        h.update(f"{_name_of(t)}:".encode() + "".join(sorted(fingerprint(v) for v in x)).encode())
+    elif isinstance(x, types.FunctionType):
+        _feed_function(h, x, depth, seen)
+    elif isinstance(x, types.MethodType):
+        h.update(b"method:")
+        _feed(h, x.__self__, depth, seen)
+        _feed(h, x.__func__, depth, seen)
+    elif isinstance(x, functools.partial):
+        h.update(b"partial:")
+        for part in (x.func, x.args, x.keywords):
+            _feed(h, part, depth, seen)
+    elif hasattr(x, "__wrapped__"):  # jit, custom_jvp, functools.wraps wrappers
+        h.update(f"wrapper:{_name_of(t)}:".encode())
+        _feed(h, x.__wrapped__, depth, seen)
+    elif dataclasses.is_dataclass(x):
+        h.update(f"dataclass:{_name_of(t)}:".encode())
+        for f in dataclasses.fields(x):
+            _feed(h, f.name, depth, seen)
+            _feed(h, getattr(x, f.name), depth, seen)
+    elif t.__module__ not in ("builtins", "_thread") and hasattr(x, "__dict__") \
+            and not hasattr(t, "__slots__"):
+        h.update(f"object:{_name_of(t)}:".encode())
+        _feed(h, dict(sorted(vars(x).items())), depth, seen)
+    else:
+        raise NotCacheable(f"a value of type {_name_of(t)} cannot be fingerprinted")
+
+
+def _feed_function(h: Any, fn: types.FunctionType, depth: int, seen: set[int]) -> None:
+    h.update(f"function:{_name_of(fn)}:".encode())
+    _feed_code(h, fn.__code__)
+    for cell in fn.__closure__ or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell (a name assigned later)
+            h.update(b"empty-cell;")
+            continue
+        _feed(h, contents, depth, seen)
+    _feed(h, fn.__defaults__, depth, seen)
+    _feed(h, fn.__kwdefaults__, depth, seen)
+
+
+def _feed_code(h: Any, code: types.CodeType) -> None:
+    h.update(f"code:{code.co_filename}:{code.co_qualname}:{code.co_firstlineno}:"
+             f"{code.co_flags}:{code.co_argcount}:{code.co_kwonlyargcount}:".encode())
+    for part in (code.co_code, code.co_linetable, code.co_exceptiontable):
+        h.update(hashlib.sha256(part).digest())
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars,
+                   code.co_cellvars)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _feed_code(h, const)
+        else:
+            h.update(f"{type(const).__name__}:{const!r};".encode())
+
+
+# --- the key ---------------------------------------------------------------------------------
+_key_parts: list[Callable[[], Hashable]] = []
+
+
+def register_key_part(part: Callable[[], Hashable]) -> None:
+    """Adds a value (a setting that changes what tracing produces) to every key."""
+    _key_parts.append(part)
+
+
+def _placement_text(x: Any) -> str | None:
+    """Devices, meshes and shardings by device ids (their objects differ per
+    process); None for other values."""
+    if isinstance(x, DeviceClass):
+        return f"device:{x.platform}:{x.id}"
+    if isinstance(x, Mesh):
+        return (f"mesh:{[d.id for d in x._flat_devices]}:{x.devices.shape}:"
+                f"{x.axis_names}")
+    if isinstance(x, NamedSharding):
+        return f"named:{_placement_text(x.mesh)}:{tuple(x.spec)!r}:{x.memory_kind}"
+    if isinstance(x, SingleDeviceSharding):
+        return f"single:{x._device.id}:{x.memory_kind}"
+    return None
+
+
+def _placement(x: Any) -> str:
+    if type(x) is Array:
+        impl = x._arr
+        text = _placement_text(impl._sharding)
+        if text is None:
+            raise NotCacheable(f"an argument has a sharding of type "
+                               f"{type(impl._sharding).__name__}")
+        return f"{'committed' if impl._committed else 'uncommitted'}:{text}"
+    return "host"
+
+
+def call_key(info: JitInfo, static_key: Any, structure: Any, leaves: Sequence[Any],
+             avals: Sequence[ShapedArray], context: Any) -> str:
+    """The key of one call signature (see the module docstring)."""
+    x64, axes, mesh, extra, *rest = context  # rest: settings, by value
+    if axes or any(part is not None for part in extra):
+        raise NotCacheable("the call is inside a sharded_jit or named-axis context")
+    h = hashlib.sha256(f"lamina-trace-cache-v{_FORMAT}\0{sys.version}\0{jaxlib_version}\0"
+                       f"{__version__}\0{runtime_version}\0".encode())
+    try:
+        _feed(h, info.fun, 0, set())
+    except NotCacheable as e:
+        raise NotCacheable(f"the function's code, closure or defaults: {e}") from None
+    try:
+        _feed(h, static_key, 0, set())
+    except NotCacheable as e:
+        raise NotCacheable(f"a static argument: {e}") from None
+    try:
+        _feed(h, (info.in_shardings, info.out_shardings, mesh), 0, set())
+    except NotCacheable as e:
+        raise NotCacheable(f"the shardings: {e}") from None
+    h.update(repr((info.fun_name, info.static_argnums, info.static_argnames,
+                   info.donate_argnums, info.donate_argnames, info.keep_unused, info.inline,
+                   info.compiler_options_kvs, info.api_name)).encode())
+    h.update(f"{structure}\0".encode())
+    for x, aval in zip(leaves, avals):
+        h.update(f"{aval.str_short()}:{aval.weak_type}:{_placement(x)};".encode())
+    h.update(f"{x64}:{rest!r}:{default_device().id}:".encode())
+    h.update(repr([part() for part in _key_parts]).encode())
+    return h.hexdigest()
+
+
+# --- what tracing read ---------------------------------------------------------------------------
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib"))
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """site-packages and lamina's own packages: their globals are not compared."""
+    paths = sysconfig.get_paths()
+    dirs = {os.path.realpath(paths[k]) for k in ("purelib", "platlib")}
+    for name in ("lamina", "lamina_linear_util", "lamina_tracing_core", "lamina_mlir_lowering",
+                 "lamina_interpreters_pxla", "lamina_sharded_jit"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            dirs.update(os.path.realpath(p) for p in spec.submodule_search_locations)
+    return tuple(d + os.sep for d in dirs)
+
+
+_STDLIB = _stdlib_dirs()
+_LIBRARIES: list[tuple[str, ...]] = []
+
+
+def _is_library(path: str) -> bool:
+    if not _LIBRARIES:
+        _LIBRARIES.append(_library_dirs())
+    return path.startswith(_LIBRARIES[0])
+
+
+def _generated(path: str) -> bool:
+    """Code without a source file: frozen modules, ``exec``'d strings
+    (dataclass and namedtuple methods)."""
+    return path.startswith("<") and path.endswith(">")
+
+
+#: module globals one piece of code read: (module, name, fingerprint)
+GlobalsRead = list[tuple[str, str, str]]
+
+
+@contextmanager
+def _recording() -> Iterator[dict[types.CodeType, GlobalsRead]]:
+    """Every code object that runs in the block (this thread) and, for code
+    outside the standard library, site-packages and lamina, the globals it
+    names, fingerprinted when it is first called (before its body changes them)."""
+    if sys.getprofile() is not None:
+        raise NotCacheable("a profiler is active (sys.setprofile)")
+    ran: dict[types.CodeType, GlobalsRead] = {}
+
+    def on_event(frame: types.FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            if code not in ran:
+                ran[code] = _globals_read(code, frame.f_globals)
+
+    sys.setprofile(on_event)
+    try:
+        yield ran
+    finally:
+        sys.setprofile(None)
+
+
+def _globals_read(code: types.CodeType, module_globals: dict[str, Any]) -> GlobalsRead:
+    path = code.co_filename
+    if path.startswith(_STDLIB) or _generated(path) or _is_library(os.path.realpath(path)):
+        return []
+    module = module_globals.get("__name__")
+    if not isinstance(module, str):
+        return []
+    return [(module, name, _global_fingerprint(module_globals[name]))
+            for name in code.co_names if name in module_globals]
+
+
+def _source_codes(jaxpr: Jaxpr, out: set[types.CodeType]) -> None:
+    """The code objects of every equation's source location (and its callers)."""
+    for eqn in jaxpr.eqns:
+        frame = eqn.source_info.frame if eqn.source_info is not None else None
+        if frame is not None and frame.code is not None:
+            out.add(frame.code)
+            out.update(code for code, _ in frame.callers)
+        for sub in subjaxprs_of_params(eqn.params):
+            _source_codes(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub, out)
+
+
+_file_hashes: dict[str, tuple[int, int, str]] = {}
+
+
+def _file_hash(path: str) -> str | None:
+    """SHA-256 of a file's contents (remembered per size and modification time)."""
+    try:
+        st = os.stat(path)
+        known = _file_hashes.get(path)
+        if known is not None and known[:2] == (st.st_mtime_ns, st.st_size):
+            return known[2]
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+    _file_hashes[path] = (st.st_mtime_ns, st.st_size, digest)
+    return digest
+
+
+def _global_fingerprint(value: Any) -> str:
+    try:
+        return fingerprint(value)
+    except Exception:  # NotCacheable, or a value whose inspection fails
+        return f"opaque:{_name_of(type(value))}"
+
+
+def _manifest(ran: dict[types.CodeType, GlobalsRead], jaxpr: Jaxpr) -> dict[str, Any]:
+    codes = set(ran)
+    _source_codes(jaxpr, codes)
+    files: dict[str, str] = {}
+    for code in codes:
+        path = code.co_filename
+        if path in files or path.startswith(_STDLIB) or _generated(path):
+            continue
+        digest = _file_hash(path)
+        if digest is None:
+            raise NotCacheable(f"{code.co_qualname} has no source file ({path})")
+        files[path] = digest
+    read: dict[tuple[str, str], str] = {}
+    for reads in ran.values():
+        for module, name, digest in reads:
+            read.setdefault((module, name), digest)  # the first read's value
+    return {"files": files, "globals": sorted((m, n, fp) for (m, n), fp in read.items())}
+
+
+def _stale(manifest: dict[str, Any]) -> str | None:
+    """Why the manifest no longer holds, or None."""
+    for path, digest in manifest["files"].items():
+        if _file_hash(path) != digest:
+            return f"the source file {path} changed"
+    for module, name, digest in manifest["globals"]:
+        mod = sys.modules.get(module)
+        if mod is None:
+            continue  # not imported yet: its globals will come from its (compared) file
+        if name not in vars(mod):
+            return f"the global {module}.{name} is not defined (yet)"
+        if _global_fingerprint(vars(mod)[name]) != digest:
+            return f"the global {module}.{name} changed"
+    return None
+
+
+# --- entries ---------------------------------------------------------------------------------------
+def _directory() -> str | None:
+    disk = persistent_cache.active_cache()
+    return None if disk is None else os.path.join(disk.directory, "traces")
+
+
+def _entry_path(directory: str, key: str, fun_name: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in fun_name)[:60]
+    return os.path.join(directory, f"{safe}-{key}{TRACE_SUFFIX}")
+
+
+def _aval_record(a: ShapedArray) -> tuple[tuple[int, ...], str, bool]:
+    return tuple(a.shape), np.dtype(a.dtype).str, bool(a.weak_type)
+
+
+def _aval_of(record: tuple[tuple[int, ...], str, bool]) -> ShapedArray:
+    shape, dtype, weak = record
+    return canonical_aval(ShapedArray(tuple(shape), np.dtype(dtype), weak_type=weak))
+
+
+def _entry(program: LoweredProgram, out_tree: Any, manifest: dict[str, Any]
+           ) -> dict[str, Any]:
+    lowering = program.lowering
+    mesh = program.mesh
+    example = tu.tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
+    try:
+        tree_blob = pickle.dumps(example)
+    except Exception as e:
+        raise NotCacheable(f"the output tree cannot be stored ({e})") from None
+    return {
+        "format": _FORMAT, "manifest": manifest, "module": module_to_bytecode(lowering.module),
+        "lowering": {f.name: getattr(lowering, f.name) for f in dataclasses.fields(lowering)
+                     if f.name != "module"},
+        "fun_name": program.fun_name,
+        "arg_names": program.arg_names, "result_names": program.result_names,
+        "in_avals": [_aval_record(a) for a in program.in_avals],
+        "out_avals": [_aval_record(a) for a in program.out_avals],
+        "donated": program.donated_invars, "committed": program.committed,
+        "compiler_options_kvs": program.compiler_options_kvs,
+        "devices": tuple(d.id for d in program.devices), "platforms": program.platforms,
+        "mesh": None if mesh is None else (tuple(d.id for d in mesh._flat_devices),
+                                           mesh.devices.shape, mesh.axis_names),
+        "out_tree": tree_blob,
+    }
+
+
+def _store(path: str, pickled: bytes) -> None:
+    blob = persistent_cache.pack_entry(pickled)
+    try:
+        persistent_cache.write_atomically(path, blob)
+    except OSError as e:
+        warnings.warn(f"jit: could not write the persistent trace cache entry {path}: {e}",
+                      persistent_cache.PersistentCacheWarning, stacklevel=5)
+        return
+    stats["stores"] += 1
+
+
+def _load(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    try:
+        entry: dict[str, Any] = pickle.loads(persistent_cache.unpack_entry(blob))
+        if entry.get("format") != _FORMAT:
+            raise ValueError(f"format {entry.get('format')}, not {_FORMAT}")
+    except Exception as e:
+        warnings.warn(f"jit: skipping the persistent trace cache entry {path}: {e}; "
+                      "tracing again", persistent_cache.PersistentCacheWarning, stacklevel=5)
+        return None
+    return entry
+
+
+def _restore(entry: dict[str, Any], info: JitInfo, in_tree: Any, leaves: Sequence[Any]
+             ) -> tuple[CompiledProgram, Any]:
+    """The compiled program of a stored entry for these arguments, and its output tree."""
+    by_id = {d.id: d for d in default_device().client.devices()}
+    if any(i not in by_id for i in entry["devices"]):
+        raise NotCacheable(f"the devices {entry['devices']} do not all exist here")
+    devices = tuple(by_id[i] for i in entry["devices"])
+    mesh = None
+    if entry["mesh"] is not None:
+        ids, shape, names = entry["mesh"]
+        mesh = Mesh(np.array([by_id[i] for i in ids], dtype=object).reshape(shape), names)
+    example = pickle.loads(entry["out_tree"])
+    out_tree = tu.tree_structure(example)
+    if out_tree.num_leaves != len(entry["out_avals"]):
+        raise NotCacheable("the output tree's node types are not registered (yet)")
+    in_avals = [_aval_of(a) for a in entry["in_avals"]]
+    out_avals = [_aval_of(a) for a in entry["out_avals"]]
+    desc = f"{info.api_name}({info.fun_name})"
+    explicit = flat_in_shardings(info, in_tree, entry["arg_names"], in_avals,
+                                 in_tree.children()[1].num_leaves, desc)
+    in_sh = tuple(_placed(x, s) for x, s in zip(leaves, explicit))
+    out_sh = flat_out_shardings(info, out_tree, out_avals, entry["result_names"], desc)
+    lowering = LoweringResult(module=parse_module(entry["module"]), **entry["lowering"])
+    program = LoweredProgram(
+        lowering, entry["fun_name"], entry["arg_names"], entry["result_names"], in_avals,
+        out_avals, devices, mesh, tuple(entry["platforms"]), in_sh, out_sh, entry["donated"],
+        entry["committed"], tuple(entry["compiler_options_kvs"]))
+    return compile_program(program), out_tree
+
+
+def _placed(x: Any, explicit: Any) -> Any:
+    """What the program sees of an argument's sharding (as ``placed_shardings``)."""
+    if type(x) is not Array or not x._arr._committed:
+        return explicit
+    own = x._arr._sharding
+    if is_unspecified(explicit):
+        return own
+    if own != explicit and not own.is_equivalent_to(explicit, x.ndim):
+        raise NotCacheable("an argument is committed elsewhere than its in_shardings entry")
+    return explicit
+
+
+def _differences(a: Executable, fresh_tree: Any, b: Executable, stored_tree: Any
+                 ) -> list[str]:
+    out = []
+    if module_to_text(a.lowering.module, True) != module_to_text(b.lowering.module, True):
+        out.append("the lowered module")
+    for what in ("arg_names", "result_names", "in_avals", "out_avals", "kept_var_idx",
+                 "donated_invars"):
+        if list(getattr(a, what)) != list(getattr(b, what)):
+            out.append(f"{what} ({getattr(b, what)} stored, {getattr(a, what)} traced)")
+    if fresh_tree != stored_tree:
+        out.append(f"the output tree ({stored_tree} stored, {fresh_tree} traced)")
+    return out
+
+
+# --- a call through the cache ---------------------------------------------------------------------
+#: runs the call on the traced path: (out, fast entry or None, leaves), and the
+#: params of its signature (None when the call did not run a program at top level)
+TracedCall = Callable[[], tuple[tuple[Any, Any, Sequence[Any]], Any]]
+
+
+def call(info: JitInfo, key: str, in_tree: Any, leaves: Sequence[Any], traced_call: TracedCall,
+         warm_entry: Callable[[CompiledProgram, Any], Any]
+         ) -> tuple[Any, Any, Sequence[Any]] | None:
+    """One call of a new signature through the cache: the stored program when
+    its entry holds (``warm_entry`` turns it into the function's fast entry and
+    runs it), else the traced path, storing what it ran. None when the cache
+    cannot serve it (the caller takes the traced path)."""
+    directory = _directory()
+    desc = f"{info.api_name}({info.fun_name})"
+    if directory is None:
+        explain_miss("persistent trace", desc, ["no compilation_cache_dir is set"])
+        return None
+    path = _entry_path(directory, key, info.fun_name)
+    entry = _load(path)
+    if entry is not None:
+        why = _stale(entry["manifest"])
+        if why is None:
+            served = _serve(entry, info, in_tree, leaves, desc, traced_call, warm_entry)
+            if served is not None:
+                return served
+        else:
+            explain_miss("persistent trace", desc, [why])
+    else:
+        explain_miss("persistent trace", desc, ["no entry for this signature"])
+    stats["misses"] += 1
+    return _trace_and_store(path, info, traced_call)
+
+
+def _serve(entry: dict[str, Any], info: JitInfo, in_tree: Any, leaves: Sequence[Any],
+           desc: str, traced_call: TracedCall,
+           warm_entry: Callable[[CompiledProgram, Any], Any]
+           ) -> tuple[Any, Any, Sequence[Any]] | None:
+    try:
+        stored, out_tree = _restore(entry, info, in_tree, leaves)
+    except NotCacheable as e:
+        explain_miss("persistent trace", desc, [str(e)])
+        return None
+    if config.persistent_trace_cache_verify:
+        result, _ = traced_call()
+        fresh = result[1]
+        if fresh is not None:
+            diffs = _differences(fresh.executable, fresh.out_tree, stored.executable, out_tree)
+            if diffs:
+                stats["mismatches"] += 1
+                warnings.warn(f"{desc}: the persistent trace cache entry differs from a fresh "
+                              f"trace in {'; '.join(diffs)}", PersistentTraceMismatchWarning,
+                              stacklevel=5)
+            else:
+                stats["verified"] += 1
+        return result
+    fast = warm_entry(stored, out_tree)
+    out = fast.run(leaves)
+    if out is MISS:
+        return None
+    stats["hits"] += 1
+    persistent_cache.report(desc, "hit", "no tracing, no lowering", cache="trace")
+    return out, fast, leaves
+
+
+def _trace_and_store(path: str, info: JitInfo, traced_call: TracedCall
+                     ) -> tuple[Any, Any, Sequence[Any]]:
+    try:
+        with _recording() as ran:
+            result, params = traced_call()
+    except NotCacheable as e:
+        explain_miss("persistent trace", f"{info.api_name}({info.fun_name})", [str(e)])
+        result, params = traced_call()
+        return result
+    fast = result[1]
+    top_code = getattr(info.fun, "__code__", None)
+    if fast is None or params is None or (top_code is not None and top_code not in ran):
+        # nothing ran at top level, or the trace came from the in-memory cache
+        # (what it read was not recorded)
+        stats["uncacheable"] += 1
+        return result
+    try:
+        program = lowered_program_of(params.jaxpr, fast.executable)
+        if program is None:
+            raise NotCacheable("its lowered program is no longer cached")
+        if program.lowering.host_callbacks or program.lowering.has_token:
+            raise NotCacheable("it calls back into Python (its callbacks live in this process)")
+        entry = _entry(program, params.out_tree, _manifest(ran, params.jaxpr.jaxpr))
+        blob = pickle.dumps(entry)
+    except NotCacheable as e:
+        stats["uncacheable"] += 1
+        explain_miss("persistent trace", f"{info.api_name}({info.fun_name})", [str(e)])
+        return result
+    except Exception as e:  # a part of the lowering that cannot be pickled
+        stats["uncacheable"] += 1
+        explain_miss("persistent trace", f"{info.api_name}({info.fun_name})",
+                     [f"the program cannot be stored ({e})"])
+        return result
+    _store(path, blob)
+    return result
+
+
+def clear_persistent_caches() -> None:
+    """Deletes every entry of the persistent compilation and trace caches in
+    the current cache directory (in-memory caches are ``clear_caches``')."""
+    disk = persistent_cache.active_cache()
+    if disk is None:
+        return
+    directory = os.path.join(disk.directory, "traces")
+    for name in os.listdir(directory) if os.path.isdir(directory) else ():
+        if name.endswith(TRACE_SUFFIX):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+    disk.clear()
+

@@ -1,0 +1,118 @@
+"""Settings that change what tracing produces, beyond ``enable_x64``.
+
+Three of JAX's config options decide how ``lamina.numpy`` and ``lax`` build
+equations, so a function traced under one value must not be reused under
+another:
+
+- ``numpy_rank_promotion``: whether NumPy's implicit rank promotion
+  (``(3,) + (2, 3)``) is allowed (``'allow'``), warned about (``'warn'``) or
+  an error naming the function and the shapes (``'raise'``);
+- ``numpy_dtype_promotion``: ``'standard'`` (JAX's promotion lattice) or
+  ``'strict'`` (only Python scalars promote; mixing two different array dtypes
+  is a ``TypePromotionError``);
+- ``default_matmul_precision``: the ``precision`` that contractions given
+  ``precision=None`` record (``'highest'``, ``'float32'``, ``'tensorfloat32'``...),
+  or None for the backend's default.
+
+:data:`state` holds the values; :attr:`TraceSettings.key` is a tuple of all
+three, a new object on every change, which the tracing caches put in their
+keys and the cached call paths compare by identity. :data:`hooks` are called
+with the new key (jit's C++ path folds it into its cache key).
+Environment variables give the initial values (``LAMINA_NUMPY_RANK_PROMOTION``,
+``LAMINA_NUMPY_DTYPE_PROMOTION``, ``LAMINA_DEFAULT_MATMUL_PRECISION``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["MATMUL_PRECISIONS", "RANK_PROMOTIONS", "DTYPE_PROMOTIONS", "TraceSettings",
+           "hooks", "reader", "scoped", "state", "update"]
+
+RANK_PROMOTIONS = ("allow", "warn", "raise")
+DTYPE_PROMOTIONS = ("standard", "strict")
+#: The precision names ``default_matmul_precision`` takes (lax.Precision's
+#: names and their dtype aliases); None is the backend's default.
+MATMUL_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
+
+_CHOICES: dict[str, tuple[str | None, ...]] = {
+    "numpy_rank_promotion": RANK_PROMOTIONS,
+    "numpy_dtype_promotion": DTYPE_PROMOTIONS,
+    "default_matmul_precision": (None, *MATMUL_PRECISIONS),
+}
+
+
+class TraceSettings:
+    """The current values (read directly on hot paths) and their :attr:`key`."""
+
+    __slots__ = ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
+                 "key")
+
+    def __init__(self) -> None:
+        self.numpy_rank_promotion: str = "allow"
+        self.numpy_dtype_promotion: str = "standard"
+        self.default_matmul_precision: str | None = None
+        self.key: tuple[Any, ...] = ()
+        for name in _CHOICES:
+            value = os.environ.get("LAMINA_" + name.upper())
+            if value:
+                setattr(self, name, _checked(name, value))
+        self._rekey()
+
+    def _rekey(self) -> None:
+        self.key = (self.numpy_rank_promotion, self.numpy_dtype_promotion,
+                    self.default_matmul_precision)
+
+
+state = TraceSettings()
+
+#: Called with the new :attr:`TraceSettings.key` after every change.
+hooks: list[Callable[[tuple[Any, ...]], None]] = []
+
+
+def _known(name: str) -> str:
+    if name not in _CHOICES:
+        raise AttributeError(f"lamina: unknown trace setting {name!r}; known: {sorted(_CHOICES)}")
+    return name
+
+
+def _checked(name: str, value: Any) -> Any:
+    choices = _CHOICES[_known(name)]
+    if value not in choices:
+        allowed = [c for c in choices if c is not None]
+        none = "None or " if None in choices else ""
+        raise ValueError(f"{name}: the value must be {none}one of {allowed}, got {value!r} "
+                         f"of type {type(value)}")
+    return value
+
+
+def update(name: str, value: Any) -> None:
+    """Sets one setting for the whole process (a ValueError names the allowed values)."""
+    value = _checked(name, value)
+    if getattr(state, name) == value:
+        return
+    setattr(state, name, value)
+    state._rekey()
+    for hook in hooks:
+        hook(state.key)
+
+
+@contextmanager
+def scoped(name: str, value: Any) -> Iterator[None]:
+    """``with scoped('numpy_rank_promotion', 'raise'):`` sets a setting for a
+    block and restores the previous value on exit."""
+    previous = getattr(state, _known(name))
+    update(name, value)
+    try:
+        yield
+    finally:
+        update(name, previous)
+
+
+def reader(name: str) -> Callable[[], Any]:
+    """A function reading setting ``name`` (for config tables)."""
+    _known(name)
+    return lambda: getattr(state, name)

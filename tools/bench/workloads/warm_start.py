@@ -1,0 +1,54 @@
+"""Warm starts: a fresh process's first result of a jitted train step, caches warm.
+
+Each side gets a persistent cache directory of its own (in the system's temp
+directory, one per implementation and variant), every compilation written to
+it (``jax_persistent_cache_min_compile_time_secs`` 0). One discarded process
+per implementation fills the caches first; each measured process then imports
+the library, sets the cache options, and times everything up to the first
+result of the MLP SGD step (import, tracing, lowering, loading or compiling,
+running). ``warm_start_both_caches`` adds lamina's persistent trace cache on
+the lamina side (JAX has none, so its side is the same as in
+``warm_start_compile_cache``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+
+from ..adapters import Adapter
+from ..registry import Bench, Goal, workload
+from .models import block_leaves, make_train_step, mlp_batch, mlp_params
+
+COMPILE_CACHE = Goal("warm_start_compile", "warm start (compilation cache)", 0.5)
+BOTH_CACHES = Goal("warm_start_both", "warm start (both caches)", 0.3)
+
+
+def _first_step(a: Adapter, variant: str, trace_cache: bool) -> Bench:
+    root = a.modules.root
+
+    def run() -> object:
+        api = importlib.import_module(root)
+        directory = os.path.join(tempfile.gettempdir(), f"bench-warm-start-{a.impl}-{variant}")
+        api.config.update("jax_compilation_cache_dir", directory)
+        api.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        if trace_cache and a.impl == "lamina":
+            api.config.update("persistent_trace_cache", True)
+        step = api.jit(make_train_step(a))
+        x, y = mlp_batch()
+        return block_leaves(step(mlp_params(), x, y))
+
+    return Bench(run=run, single_shot=True)
+
+
+def _register(name: str, goal: Goal, trace_cache: bool, description: str) -> None:
+    workload(name, area="warm_start", goal=goal, description=description,
+             warmup_processes=1, warmup_iters=0, min_samples=1, timeout_s=300.0)(
+        lambda a: _first_step(a, name, trace_cache))
+
+
+_register("warm_start_compile_cache", COMPILE_CACHE, False,
+          "fresh process to the first MLP train-step result, compilation cache warm")
+_register("warm_start_both_caches", BOTH_CACHES, True,
+          "the same with lamina's persistent trace cache too (JAX: compilation cache)")

@@ -1,0 +1,1 @@
+"""Tools that run JAX libraries and programs on lamina through the alias."""

@@ -1,0 +1,1 @@
+"""Our synthetic stand-ins for the data JAX's examples download."""
