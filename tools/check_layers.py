@@ -16,6 +16,13 @@ Rules between packages, for ``src`` (each breach is an error):
   itself, and the distributions its ``pyproject.toml`` lists in
   ``[project] dependencies``. A lower lamina package that is not declared is an
   error too, so installing one wheel alone can never end in an ImportError.
+* a distribution listed only in one of the package's other extras
+  (``[project.optional-dependencies]``, all but ``test``) may be imported only
+  where its absence is survivable: inside a ``def`` or ``class`` body (it runs
+  when called, not when the package is imported) or in the body of a ``try:``
+  with an ``except ImportError`` or ``except ModuleNotFoundError`` handler (a
+  tuple naming one of them counts). Anywhere else, importing it is an error:
+  installing the package without the extra would fail at import.
 
 Rules inside a package's ``src`` (each breach is an error):
 
@@ -175,6 +182,9 @@ class Package:
     #: requirement strings of the ``test`` extra ([project.optional-dependencies]):
     #: what the package's own tests may import besides its dependencies
     test_dependencies: tuple[str, ...] = ()
+    #: requirement strings of every other extra: what ``src`` may import where
+    #: its absence is handled (function-local, or guarded by ``except ImportError``)
+    extra_dependencies: tuple[str, ...] = ()
     #: the declared module floors, lowest first; None when the package declares none
     floors: FloorOrder | None = None
 
@@ -187,6 +197,11 @@ class Package:
     def declared_for_tests(self) -> frozenset[str]:
         """The normalized distribution names of the ``test`` extra."""
         return frozenset(requirement_name(req) for req in self.test_dependencies)
+
+    @property
+    def declared_as_extras(self) -> frozenset[str]:
+        """The normalized distribution names of the extras other than ``test``."""
+        return frozenset(requirement_name(req) for req in self.extra_dependencies)
 
 
 @dataclass(frozen=True)
@@ -271,6 +286,12 @@ def load_package(project_dir: Path) -> Package:
     if not isinstance(test_dependencies, list) or not all(
             isinstance(d, str) for d in test_dependencies):
         raise WorkspaceError(f"{pyproject_path}: the test extra must be a list of strings")
+    extra_dependencies: list[str] = []
+    for extra, requirements in (extras.items() if isinstance(extras, dict) else ()):
+        if not isinstance(requirements, list) or not all(isinstance(d, str) for d in requirements):
+            raise WorkspaceError(f"{pyproject_path}: the {extra} extra must be a list of strings")
+        if extra != "test":
+            extra_dependencies.extend(requirements)
     folder = project_dir.name
     if folder not in LAYER_ORDER:
         raise WorkspaceError(
@@ -292,6 +313,7 @@ def load_package(project_dir: Path) -> Package:
         dependencies=tuple(dependencies),
         layer=LAYER_ORDER.index(folder),
         test_dependencies=tuple(test_dependencies),
+        extra_dependencies=tuple(extra_dependencies),
         floors=floors,
     )
 
@@ -372,6 +394,8 @@ class ImportStmt:
     end_line: int
     context: str
     relative: bool = False
+    #: inside the body of a ``try:`` that handles ImportError or ModuleNotFoundError
+    guarded: bool = False
 
 
 @dataclass
@@ -417,6 +441,19 @@ def _dynamic_import_target(node: ast.Call) -> str | None:
     return None
 
 
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _handles_import_error(node: ast.Try | ast.TryStar) -> bool:
+    """Whether one of a ``try``'s handlers names ImportError or ModuleNotFoundError."""
+    for handler in node.handlers:
+        caught = handler.type
+        names = caught.elts if isinstance(caught, ast.Tuple) else [caught] if caught else []
+        if any(isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in names):
+            return True
+    return False
+
+
 def _is_type_checking(test: ast.expr) -> bool:
     """Whether an ``if`` test is ``TYPE_CHECKING`` or ``<module>.TYPE_CHECKING``."""
     return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
@@ -434,6 +471,7 @@ class _ImportScanner(ast.NodeVisitor):
         self.unresolved: list[tuple[int, str]] = []
         self._local = False
         self._typing = False
+        self._guarded = False
 
     def _context(self) -> str:
         return TYPING if self._typing else LOCAL if self._local else TOP
@@ -441,7 +479,8 @@ class _ImportScanner(ast.NodeVisitor):
     def _add(self, node: ast.stmt | ast.expr, target: str, names: tuple[str, ...],
              relative: bool = False) -> None:
         end = node.end_lineno or node.lineno
-        self.stmts.append(ImportStmt(target, names, node.lineno, end, self._context(), relative))
+        self.stmts.append(ImportStmt(target, names, node.lineno, end, self._context(), relative,
+                                     self._guarded))
 
     def generic_visit(self, node: ast.AST) -> None:
         if self._calls:
@@ -468,6 +507,17 @@ class _ImportScanner(ast.NodeVisitor):
         self._typing = outer
         for stmt in node.orelse:
             self.visit(stmt)
+
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
+        outer = self._guarded
+        self._guarded = outer or _handles_import_error(node)
+        for stmt in node.body:
+            self.visit(stmt)
+        self._guarded = outer
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    visit_TryStar = visit_Try
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -880,8 +930,13 @@ class Checker:
 
     workspace: Workspace
 
-    def _classify(self, pkg: Package, top: str, in_tests: bool, local: frozenset[str]) -> tuple[str, bool] | None:
-        """Return (why, is_error) for a breach by importing top-level ``top``, or None."""
+    def _classify(self, pkg: Package, top: str, in_tests: bool, local: frozenset[str],
+                  survivable: bool = False) -> tuple[str, bool] | None:
+        """Return (why, is_error) for a breach by importing top-level ``top``, or None.
+
+        ``survivable``: the import is function-local or guarded by ``except ImportError``,
+        so an extra's distribution may be missing there.
+        """
         if top in pkg.import_names or top in sys.stdlib_module_names or top in TYPE_CHECKER_ONLY:
             return None
         other = self.workspace.by_import_name().get(top)
@@ -903,6 +958,12 @@ class Checker:
                 return None
             return (f"not a dependency of {pkg.dist}, nor {', '.join(sorted(TEST_ALLOWED))}, "
                     f"nor a module of its tests folder", False)
+        extra_imports = {imp for dist in pkg.declared_as_extras for imp in dist_import_names(dist)}
+        if top in extra_imports:
+            if survivable:
+                return None
+            return (f"only in an extra of {pkg.folder}/pyproject.toml: import it inside a function "
+                    f"or under try/except ImportError, so the package imports without the extra", True)
         return f"not declared in {pkg.folder}/pyproject.toml [project] dependencies", True
 
     def layer_findings(self, pkg: Package, source: SourceFile, in_tests: bool,
@@ -921,7 +982,8 @@ class Checker:
             for line, dots in unresolved
         ]
         for stmt in stmts:
-            breach = self._classify(pkg, stmt.target.split(".")[0], in_tests, local)
+            survivable = stmt.context == LOCAL or stmt.guarded
+            breach = self._classify(pkg, stmt.target.split(".")[0], in_tests, local, survivable)
             if breach is not None:
                 why, is_error = breach
                 findings.append(Finding(source.path, stmt.line, source.module, stmt.target, why, is_error))

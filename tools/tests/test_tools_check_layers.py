@@ -340,6 +340,57 @@ def test_tools_import_name_comes_from_wheel_setting(tmp_path: Path) -> None:
     assert findings(tmp_path) == []
 
 
+def _with_extras(base: Path, extras: str) -> None:
+    pyproject = base / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f"\n[project.optional-dependencies]\n{extras}\n")
+
+
+def test_tools_extra_imports_must_survive_its_absence(tmp_path: Path) -> None:
+    base = make_package(tmp_path, "linear-util", [], {
+        "src/lamina_linear_util/__init__.py": """\
+            try:
+                import rich.console
+            except (ImportError, AttributeError):
+                rich = None
+            try:
+                from rich.table import Table
+            except ModuleNotFoundError:
+                Table = None
+            def draw():
+                # optional: present only with the `rich` extra
+                from rich.panel import Panel
+            import rich
+            try:
+                import rich.text
+            except ValueError:
+                pass
+            import scipy
+            """,
+    })
+    _with_extras(base, 'rich = ["rich>=13"]\ntest = ["scipy>=1.10"]')
+    found = [(f.line, f.imported, f.error) for f in findings(tmp_path)]
+    # unguarded top level (12), a handler that does not catch ImportError (14), and the
+    # test extra, which stays for tests (17)
+    assert found == [(12, "rich", True), (14, "rich.text", True), (17, "scipy", True)]
+    result = run_cli(tmp_path)
+    assert result.returncode == 1
+    assert "imports rich: only in an extra of linear-util/pyproject.toml" in result.stdout
+
+
+def test_tools_extra_imports_guarded_pass(tmp_path: Path) -> None:
+    base = make_package(tmp_path, "linear-util", [], {
+        "src/lamina_linear_util/__init__.py": """\
+            try:
+                import rich
+            except ImportError:
+                rich = None
+            """,
+    })
+    _with_extras(base, 'rich = ["Rich>=13"]')
+    assert findings(tmp_path) == []
+    assert run_cli(tmp_path).returncode == 0
+
+
 def test_tools_tests_folder_rules(tmp_path: Path) -> None:
     make_package(tmp_path, "linear-util", [], LU_SRC)
     make_package(tmp_path, "tracing-core", TC_DEPS, {
