@@ -9,6 +9,7 @@ same ``str.format`` of the values; under ``vmap`` one line per element).
 from __future__ import annotations
 
 import re
+import sys
 
 import lamina as lx
 import lamina.numpy as jnp
@@ -236,7 +237,8 @@ def test_breakpoint_stops_in_pdb_with_runtime_values(capfd, monkeypatch) -> None
     assert "debug.breakpoint at" in out and "array(6., dtype=float32)" in out
 
 
-def test_visualize_array_sharding_plain_text(capfd, devices8) -> None:
+def test_visualize_array_sharding_plain_text(capfd, devices8, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "rich", None)  # the plain picture: as without the extra
     mesh = lx.sharding.Mesh(np.array(devices8).reshape(4, 2), ("a", "b"))
     x = lx.device_put(jnp.zeros((8, 4)), lx.NamedSharding(mesh, lx.P("a", "b")))
     lx.debug.visualize_array_sharding(x)

@@ -12,7 +12,9 @@ from inside traced code, as ``jax.debug``.
 - ``breakpoint()`` stops in ``pdb`` when the program reaches it, with the
   caller's array variables (their runtime values) as the frame's names.
 - ``visualize_array_sharding(x)`` draws which device holds which part of a
-  1-D or 2-D array, as a plain-text grid; ``inspect_array_sharding(x,
+  1-D or 2-D array: with ``rich`` (the ``rich`` extra) a table whose cells are
+  sized like the blocks (coloured with ``use_color``), else a plain-text
+  grid, the same labels in both; ``inspect_array_sharding(x,
   callback=f)`` calls ``f`` with ``x``'s sharding (inside ``jit``: the one
   XLA chose, when the program is compiled).
 """
@@ -36,6 +38,7 @@ from lamina_tracing_core.core import Tracer
 from lamina_tracing_core.effects import OrderedDebug, UnorderedDebug
 
 from lamina.callbacks import flat_operands
+from lamina.sharding_picture import draw_with_rich
 
 __all__ = ["breakpoint", "callback", "effects_barrier", "inspect_array_sharding", "print",
            "visualize_array_sharding", "visualize_sharding"]
@@ -163,7 +166,7 @@ def _plain_picture(rows: int, cols: int, table: dict[tuple[int, int], list[Any]]
     return "\n".join(lines)
 
 
-def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float = 1.0,
+def visualize_array_sharding(arr: Any, *, use_color: bool = True, scale: float = 1.0,
                              min_width: int = 9, max_width: int = 80,
                              color_map: Any = None) -> None:
     """Prints a grid of ``arr``'s shards: one cell per distinct block of the
@@ -179,10 +182,19 @@ def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float 
                        min_width=min_width, max_width=max_width, color_map=color_map)
 
 
-def visualize_sharding(shape: tuple[int, ...], sharding: Any, *, use_color: bool = False,
+def visualize_sharding(shape: tuple[int, ...], sharding: Any, *, use_color: bool = True,
                        scale: float = 1.0, min_width: int = 9, max_width: int = 80,
                        color_map: Any = None) -> None:
-    """:func:`visualize_array_sharding` for a shape and a sharding."""
-    del use_color, scale, min_width, max_width, color_map
+    """:func:`visualize_array_sharding` for a shape and a sharding.
+
+    With rich installed the picture is a rich table sized by ``scale`` and
+    kept within ``min_width``/``max_width``, coloured when ``use_color`` and
+    the terminal shows colour (``color_map``: ``[0, 1]`` -> RGB(A) floats, as
+    a matplotlib colormap); without rich, a plain-text grid that ignores those.
+    """
     row_ranges, col_ranges, table = _shard_grid(tuple(shape), sharding)
-    sys.stdout.write(_plain_picture(len(row_ranges), len(col_ranges), table) + "\n")
+    cells = [(row_ranges[r], col_ranges[c], _device_label(table[r, c]) if (r, c) in table else "")
+             for r in range(len(row_ranges)) for c in range(len(col_ranges))]
+    if not draw_with_rich(tuple(shape), cells, len(col_ranges), use_color=use_color, scale=scale,
+                          min_width=min_width, max_width=max_width, color_map=color_map):
+        sys.stdout.write(_plain_picture(len(row_ranges), len(col_ranges), table) + "\n")
