@@ -270,3 +270,34 @@ def test_callbacks_in_an_spmd_program_run_once(capfd, devices8) -> None:
 
     np.testing.assert_allclose(np.asarray(f(x)), np.arange(16.0) * 2 + 1)
     assert _lines(capfd) == ["sum 120.0"]
+
+
+def test_inspect_array_sharding_inside_jit(devices8) -> None:
+    mesh = lx.sharding.Mesh(np.array(devices8), ("a",))
+    x = lx.device_put(jnp.arange(16.0), lx.NamedSharding(mesh, lx.P("a")))
+    seen = []
+
+    @lx.jit
+    def f(v):
+        lx.debug.inspect_array_sharding(v * 2, callback=seen.append)
+        return v + 1
+
+    f(x)
+    assert len(seen) == 1 and seen[0].is_equivalent_to(x.sharding, 1)
+    seen.clear()
+    lx.jit(lambda v: (lx.debug.inspect_array_sharding(v, callback=seen.append), v)[1])(1.0)
+    assert len(seen) == 1 and seen[0].num_devices == 1
+
+
+def test_ordered_effects_with_donation_and_aot(capfd) -> None:
+    def f(x):
+        lx.debug.print("aot {}", x, ordered=True)
+        return x * 2
+
+    compiled = lx.jit(f).trace(1.0).lower().compile()
+    assert float(compiled(3.0)) == 6.0
+    x = jnp.arange(3.0)
+    out = lx.jit(f, donate_argnums=0)(x)  # the alias skips the token result
+    np.testing.assert_allclose(np.asarray(out), [0.0, 2.0, 4.0])
+    assert x.is_deleted()
+    assert _lines(capfd) == ["aot 3.0", "aot [0. 1. 2.]"]

@@ -115,3 +115,9 @@ def test_log_compiles_names_the_function_arguments_and_time(caplog) -> None:
     explained = [r.getMessage() for r in caplog.records if r.name == "lamina.cache"]
     assert any("params['w'] changed from f32[2,3] to f32[2,4]" in m or
                "argument params['w'] changed" in m for m in explained), explained
+
+
+def test_pmap_results_are_checked(nan_checks, devices8) -> None:
+    with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in "
+                                                 r"pmap\(<lambda>\)'s result"):
+        lx.pmap(lambda x: jnp.log(x - 4.0))(jnp.arange(8.0))

@@ -49,12 +49,14 @@ def test_concurrent_writers_then_processes_that_compile_nothing(tmp_path: Path) 
     assert not list(tmp_path.rglob(".tmp-*")), "a writer left a temporary file"
     # the compilation cache alone: traced again, compiled never
     warm = _result(_start(tmp_path, "--no-pmap"))
-    assert warm["xla_compiles"] == 0, warm
+    assert warm["xla_compiles"] == 0 and warm["logged_compiles"] == 0, warm
+    assert all(r["logged_compiles"] >= 1 for r in cold), cold
     assert warm["disk"]["errors"] == 0 and warm["disk"]["hits"] > 0
     assert warm["traces"] > 0
     # with the trace cache: the train step is neither traced nor compiled
     warmer = _result(_start(tmp_path, "--no-pmap", "--trace-cache"))
-    assert warmer["xla_compiles"] == 0 and warmer["traces"] == 0, warmer
+    assert warmer["xla_compiles"] == warmer["logged_compiles"] == 0, warmer
+    assert warmer["traces"] == 0
     assert warmer["trace_cache"]["hits"] == 1
     for report in (warm, warmer):
         assert report["warnings"] == []
@@ -112,3 +114,22 @@ def test_every_kind_of_program_loads_from_disk(cache_dir: Path, kind: str,
     compiles, first, second = _compiles_after_restart(run)
     assert compiles == 0
     np.testing.assert_array_equal(first, second)
+
+
+def test_the_jax_style_controls(tmp_path: Path) -> None:
+    from lamina.experimental.compilation_cache import compilation_cache as cc
+
+    saved = dict(persistent_cache.cache_config.values)
+    try:
+        cc.set_cache_dir(str(tmp_path))
+        assert lx.config.read("jax_compilation_cache_dir") == str(tmp_path)
+        assert not cc.is_initialized()
+        lx.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        lx.jit(lambda v: v * 3.0 - 1.0)(np.float32(2.0))
+        assert cc.is_initialized() and list(tmp_path.glob("*.lamina-xc"))
+        cc.reset_cache()
+        assert not cc.is_initialized()
+        assert lx.compilation_cache.reset_cache is cc.reset_cache
+    finally:
+        persistent_cache.cache_config.values.update(saved)
+        persistent_cache.reset_cache()

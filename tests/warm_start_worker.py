@@ -7,7 +7,8 @@ with the persistent compilation cache in ``CACHE_DIR`` (every compilation
 written), and with ``--trace-cache`` the persistent trace cache as well. It
 prints one JSON line: how many compilations XLA ran in this process, what the
 persistent caches did, the losses, the warnings, and the seconds from the
-start of the process to the first result.
+start of the process to the first result. Compilations are counted twice:
+by the runtime's counter and by the ``log_compiles`` lines.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 START = time.perf_counter()
 
 import json  # noqa: E402
+import logging  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
@@ -45,6 +47,16 @@ def main(argv: list[str]) -> None:
     from lamina_sharded_jit import persistent_trace
     from lamina_sharded_jit.tracing import trace_stats
 
+    compiles: list[str] = []
+
+    class CountCompiles(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("Finished XLA compilation"):
+                compiles.append(record.getMessage())
+
+    logging.getLogger("lamina.compiles").addHandler(CountCompiles())
+    logging.getLogger("lamina.compiles").propagate = False
+    lx.config.update("log_compiles", True)
     lx.config.update("compilation_cache_dir", argv[0])
     lx.config.update("persistent_cache_min_compile_time_secs", 0)
     if "--trace-cache" in argv:
@@ -69,6 +81,7 @@ def main(argv: list[str]) -> None:
             pmap_loss = float(np.asarray(losses)[0])
         caught = [f"{w.category.__name__}: {w.message}" for w in records]
     print(json.dumps({"xla_compiles": compiler.compile_stats["xla_compiles"],
+                      "logged_compiles": len(compiles),
                       "disk": persistent_cache.disk_stats, "traces": trace_stats["traces"],
                       "trace_cache": persistent_trace.stats, "loss": first,
                       "pmap_loss": pmap_loss, "warnings": caught,

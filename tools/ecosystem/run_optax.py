@@ -101,13 +101,15 @@ def _read_report(report: Path, result: FileResult) -> None:
             result.passed += 1
 
 
-def run_file(path: Path, root: Path, timeout: float, workdir: Path) -> FileResult:
-    """Runs one test file in a fresh pytest process under the alias."""
+def run_file(path: Path, root: Path, timeout: float, workdir: Path,
+             plugin: tuple[str, ...] = ("-p", "lamina.compat")) -> FileResult:
+    """Runs one test file in a fresh pytest process under the alias (``plugin``
+    empty: on whatever ``jax`` the environment has)."""
     relative = str(path.relative_to(root.parent))
     result = FileResult(relative)
     report = workdir / (relative.replace(os.sep, "__") + ".xml")
     config = workdir / "pytest.ini"  # an empty config: no settings of any project apply
-    command = [sys.executable, "-m", "pytest", "-p", "lamina.compat", "-p", "no:cacheprovider",
+    command = [sys.executable, "-m", "pytest", *plugin, "-p", "no:cacheprovider",
                "-c", str(config), "--rootdir", str(root.parent), "-q", "--tb=short",
                f"--junitxml={report}", str(path)]
     start = time.perf_counter()

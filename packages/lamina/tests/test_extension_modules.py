@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 import lamina as lx
+import lamina.core
 import lamina.numpy as jnp
 import numpy as np
 import pytest
@@ -199,3 +200,40 @@ def test_signatures_follow_jax() -> None:
         "jaxpr", "used_outputs", "instantiate"]
     assert list(inspect.signature(batching.bdim_at_front).parameters) == [
         "x", "bdim", "size", "mesh_axis"]
+
+
+def test_one_shape_dtype_struct_class() -> None:
+    """equinox checks ``type(jax.eval_shape(f, x)) is jax.ShapeDtypeStruct``."""
+    out = lx.eval_shape(lambda x: x * 2, np.ones(3, np.int32))
+    assert type(out) is lx.ShapeDtypeStruct and out.shape == (3,)
+    _, shape = lx.make_jaxpr(lambda x: x, return_shape=True)(np.float32(1))
+    assert type(shape) is lx.ShapeDtypeStruct
+
+
+def test_ensure_compile_time_eval_computes_constants_under_jit() -> None:
+    """equinox's error_if and Embedding read concrete values under jit this way."""
+    seen: list[Any] = []
+
+    def f(x: Any) -> Any:
+        with lx.ensure_compile_time_eval():
+            c = jnp.arange(3.0) * 2
+            seen.append(c)
+            big = bool(c.sum() > 5)  # a Python bool: no ConcretizationTypeError
+        return x + c if big else x
+
+    closed = lx.make_jaxpr(f)(np.ones(3, np.float32))
+    assert not isinstance(seen[-1], lx.core.Tracer)
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["add"]
+    np.testing.assert_allclose(lx.jit(f)(np.ones(3, np.float32)), [1, 3, 5])
+    assert ShapedArray((2,), np.int32).to_tangent_aval().dtype == lx.dtypes.float0
+
+
+def test_pmap_out_axes_may_hold_negative_entries_for_empty_subtrees() -> None:
+    """equinox's filter_pmap passes out_axes ``(list(range(-n, n)), None, None)``."""
+    if lx.device_count() < 8:
+        pytest.skip("needs 8 CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=8)")
+    f = lx.pmap(lambda x: ([[], [x * 2]], None, None), out_axes=([-1, 0], None, None))
+    out = f(np.arange(8.0, dtype=np.float32))
+    np.testing.assert_allclose(out[0][1][0], np.arange(8.0) * 2)
+    with pytest.raises(ValueError, match="out_axes entries must be non-negative"):
+        lx.pmap(lambda x: x, out_axes=-1)(np.arange(8.0, dtype=np.float32))

@@ -158,6 +158,19 @@ def test_gpu_targets_from_this_host(platform, solver, short):
     assert calls == ["cusolver_syrk_ffi", "cu_cholesky_update_ffi"]
 
 
+def test_tpu_custom_calls_as_jax_emits_them():
+    sq = np.ones((2, 4, 4), np.float32)
+    text, calls = _custom_calls(
+        lambda a: (L.lu(a), L.qr(a, full_matrices=False), L.eigh(a),
+                   L.eigh(a, lower=False, sort_eigenvalues=False), L.cholesky(a)),
+        sq, platform="tpu")
+    assert calls == ["LuDecomposition", "Qr", "ProductOfElementaryHouseholderReflectors", "Eigh",
+                     "Eigh"]
+    assert "@LuDecomposition(%arg0) {api_version = 2 : i32" in text
+    assert 'backend_config = "1,1,100,1e-6"' in text and 'backend_config = "0,0,100,1e-6"' in text
+    assert "stablehlo.cholesky" in text
+
+
 def test_tpu_lowers_the_traced_forms():
     sq, d, b = np.ones((4, 4), np.float32), np.ones(4, np.float32), np.ones((4, 2), np.float32)
     text, calls = _custom_calls(
@@ -165,3 +178,54 @@ def test_tpu_lowers_the_traced_forms():
                           L.symmetric_product(sq, sq), L.cholesky_update(sq, d)),
         sq, d, b, platform="tpu")
     assert calls == [] and "stablehlo.while" in text
+
+
+def test_bad_input_errors_name_the_traced_arguments():
+    non_square = np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError, match=r"linalg.inv: argument 'a' must be a \(batch of\) "
+                       r"square matrices, got shape \(3, 4\) \(traced operand: float32\[3,4\] "
+                       r"\(from params\['w'\]\) while tracing"):
+        lamina.jit(lambda params: lamina.numpy.linalg.inv(params["w"]))({"w": non_square})
+    with pytest.raises(ValueError, match=r"linalg.solve: argument 'b' .* \(traced operands: "
+                       r"float32\[3,3\] \(from a\) and float32\[4,2\] \(from b\)"):
+        lamina.jit(lambda a, b: lamina.numpy.linalg.solve(a, b))(
+            np.eye(3, dtype=np.float32), np.ones((4, 2), np.float32))
+    with pytest.raises(TypeError, match=r"cholesky: argument 'x' must have a floating or complex "
+                       r"dtype, got int32 \(traced operand: int32\[3,3\] \(from m\)"):
+        lamina.vmap(lambda m: L.cholesky(m))(np.ones((2, 3, 3), np.int32))
+    with pytest.raises(TypeError, match=r"reduce_window: window_dimensions has 2 entries but the "
+                       r"operand has rank 3 .* \(traced operand: float32\[4,4,3\] \(from img\)"):
+        lamina.jit(lambda img: lax.reduce_window(img, 0.0, lax.add, (2, 2), (1, 1), "VALID"))(
+            np.ones((4, 4, 3), np.float32))
+    # singular / not positive definite: NaNs (or infs), never an exception, as JAX
+    assert not np.isfinite(np.asarray(lamina.numpy.linalg.inv(np.zeros((2, 2), np.float32)))).all()
+    assert np.isnan(np.asarray(L.cholesky(-np.eye(2, dtype=np.float32)))).any()
+
+
+@pytest.mark.parametrize("shape,dtype", [((6, 3), np.float32), ((4, 4), np.complex64)])
+def test_qdwh_is_the_polar_decomposition(shape, dtype):
+    x = RNG.standard_normal(shape).astype(dtype)
+    if dtype == np.complex64:
+        x = (x + 1j * RNG.standard_normal(shape)).astype(dtype)
+    u, h, steps, converged = lamina.jit(L.qdwh)(x)
+    u_ref, h_ref = sl.polar(x)
+    close(u, u_ref, atol=1e-5)
+    close(h, h_ref, atol=1e-5)
+    assert bool(converged) and 0 < int(steps) < 10
+    with pytest.raises(ValueError, match="qdwh: argument 'x' must be a matrix with at least"):
+        L.qdwh(x.T[:2])
+
+
+@pytest.mark.parametrize("shape,full", [((5, 3), True), ((2, 3, 4), False)])
+def test_svd_through_the_polar_decomposition(shape, full):
+    # what svd lowers to on tpu, run here on CPU
+    x = RNG.standard_normal(shape).astype(np.float32)
+    s, u, vt = (np.asarray(v) for v in lamina.jit(
+        lambda a: lowering_rules._svd_by_polar(a, full, True))(x))
+    close(s, np.linalg.svd(x, compute_uv=False))
+    k = s.shape[-1]
+    close((u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :], x, atol=1e-5)
+    gram = np.swapaxes(u, -1, -2) @ u
+    close(gram, np.broadcast_to(np.eye(u.shape[-1]), gram.shape), atol=1e-5)
+    _, calls = _custom_calls(lambda a: L.svd(a, full_matrices=full), x, platform="tpu")
+    assert {"Qr", "ProductOfElementaryHouseholderReflectors", "Eigh"} == set(calls)

@@ -136,6 +136,8 @@ def compile_module(module: Any, devices: Sequence[Device],
     and never from or to the disk."""
     devices = list(devices)
     _check_devices(devices, options, name)
+    _last_source.from_disk = False
+    _compiling.devices = devices  # for sharding inspectors the partitioner calls
     if host_callbacks:
         return _compile_with_callbacks(module, devices, options, name, host_callbacks)
     if fingerprint is None and not isinstance(module, (str, bytes)):
@@ -180,6 +182,7 @@ def _compile_through_disk(module: str | bytes, devices: list[Device], options: B
         key = persistent_cache.entry_key(data, compile_options, devices)
         loaded = disk.load(key, name, client, dl, compile_options)
         if loaded is not None:
+            _last_source.from_disk = True
             return loaded
     start = time.perf_counter()
     try:
@@ -190,6 +193,20 @@ def _compile_through_disk(module: str | bytes, devices: list[Device], options: B
     if disk is not None:
         disk.store(key, name, loaded, time.perf_counter() - start)
     return loaded
+
+
+class _Compiling:
+    # not thread-local: XLA runs the partitioner (which calls the inspectors)
+    # on threads of its own
+    devices: list[Device] | None = None
+
+
+_compiling = _Compiling()
+
+
+def compiling_devices() -> list[Device] | None:
+    """The devices of the module being compiled (or compiled last)."""
+    return _compiling.devices
 
 
 def _compile_with_callbacks(module: Any, devices: list[Device], options: BuildOptions,
@@ -272,14 +289,28 @@ class CompileLog:
 compile_log = CompileLog()
 
 
+class _LastSource(threading.local):
+    """Whether this thread's last ``compile_module`` loaded its executable
+    from the persistent cache (what :func:`log_compilation` reports)."""
+
+    from_disk = False
+
+
+_last_source = _LastSource()
+
+
 def log_compilation(fun: str, arg_names: Sequence[str | None],
                     in_avals: Sequence[ShapedArray], seconds: float) -> None:
-    """``Finished XLA compilation of jit(f) in 3.1 ms; arguments: x: f32[3], ...``."""
+    """``Finished XLA compilation of jit(f) in 3.1 ms; arguments: x: f32[3], ...``
+    (``Loaded jit(f) from the persistent compilation cache in ...`` when the
+    compilation just made came from disk)."""
     if not compile_log.enabled:
         return
     signature = ", ".join(f"{name or f'args[{i}]'}: {aval.str_short()}"
                           for i, (name, aval) in enumerate(zip(arg_names, in_avals)))
-    compile_log.logger.warning("Finished XLA compilation of %s in %.2f ms; arguments: %s",
+    what = ("Loaded %s from the persistent compilation cache" if _last_source.from_disk
+            else "Finished XLA compilation of %s")
+    compile_log.logger.warning(what + " in %.2f ms; arguments: %s",
                                fun, seconds * 1e3, signature or "(none)")
 
 

@@ -350,16 +350,25 @@ def runtime_error(exe: Executable, e: Exception) -> Exception:
 
 # --- waiting ---------------------------------------------------------------------
 def block_until_ready(tree: Any) -> Any:
-    """Waits until every Array in ``tree`` is computed; returns ``tree``."""
+    """Waits until every Array in ``tree`` is computed; returns ``tree``.
+
+    The arrays are waited on in one batched call; only when it fails are
+    they checked one by one, so the error names a deleted (or donated) array."""
     impls = []
+    arrays = []
     for leaf in tree_leaves(tree):
         if type(leaf) is Array:
-            leaf._check_if_deleted("block_until_ready")
+            arrays.append(leaf)
             impls.append(leaf._arr)
         elif type(leaf) is ArrayImplClass:
             impls.append(leaf)
         elif hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     if impls:
-        _jax.batched_block_until_ready(impls)
+        try:
+            _jax.batched_block_until_ready(impls)
+        except JaxRuntimeError:
+            for x in arrays:
+                x._check_if_deleted("block_until_ready")
+            raise
     return tree

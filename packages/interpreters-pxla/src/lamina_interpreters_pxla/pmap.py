@@ -46,6 +46,7 @@ from lamina_interpreters_pxla.cpp_dispatch import (
     fastpath,
     new_cpp_function,
 )
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.pmap_config import chunked_shards
 from lamina_interpreters_pxla.pmap_execution import (
     PmapCallParams,
@@ -163,8 +164,6 @@ def _check_axes_spec(what: str, spec: Any) -> None:
         if leaf is not None and type(leaf) is not int:
             raise TypeError(f"pmap {what} must be an int, None, or (nested) container with "
                             f"those types as leaves, but got {spec}.")
-        if what == "out_axes" and leaf is not None and leaf < 0:
-            raise ValueError(f"pmap out_axes entries must be non-negative, but got {spec}.")
 
 
 @dataclass
@@ -242,7 +241,7 @@ class PmapFunction:
             if named is None:
                 raise
             raise named from None
-        if exe is None or exe._select is not None or exe.has_effects:
+        if exe is None or exe._select is not None or exe.has_effects or _float_checks.any:
             return out, None, False
         return out, fastpath(exe.loaded, flat, exe.in_shardings, exe.kept_var_idx, out), False
 

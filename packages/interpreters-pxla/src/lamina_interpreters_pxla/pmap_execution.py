@@ -39,6 +39,8 @@ from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import ArrayImpl, ArrayImplClass, Device
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, deleted_message
 from lamina_interpreters_pxla.compiler import log_compilation
+from lamina_interpreters_pxla.float_checks import checks as _float_checks
+from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.executable import (
     BuildOptions,
     Executable,
@@ -332,7 +334,22 @@ class PmapExecutable(Executable):
         outs = self.execute(impls)
         if self._select is not None:
             outs = self._select_replicas(outs)
-        return [Array(o) for o in outs]
+        arrays = [Array(o) for o in outs]
+        if _float_checks.any:
+            self._check_results(arrays)
+        return arrays
+
+    def _check_results(self, arrays: list[Array]) -> None:
+        """debug_nans/debug_infs: a mapped program is not searched equation by
+        equation (its collectives need every replica); the error names the
+        function and the result."""
+        bad = first_bad(arrays)
+        if bad is not None and not is_suspended():
+            i, kind = bad
+            name = self.result_names[i] if i < len(self.result_names) else None
+            raise FloatingPointError(
+                f"invalid value ({kind}) encountered in {self.name}'s result "
+                f"{name or i}")
 
     def _same_type(self, i: int, aval: Any) -> bool:
         want = self.in_avals[i]

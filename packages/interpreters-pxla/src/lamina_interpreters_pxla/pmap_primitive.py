@@ -88,6 +88,12 @@ class OutAxesThunk:
         if self._cached is None:
             out_tree = self._out_tree()
             axes = flatten_axes("pmap out_axes", out_tree, self._spec)
+            # A negative entry is refused only where it reaches a result: a
+            # spec may hold entries for empty subtrees (equinox's filter_pmap
+            # passes one per possible axis, -n..n-1, most of them empty).
+            if any(ax is not None and ax < 0 for ax in axes):
+                raise ValueError(f"pmap out_axes entries must be non-negative, but got "
+                                 f"{self._spec}.")
             self._cached = tuple(axes)
         return self._cached
 

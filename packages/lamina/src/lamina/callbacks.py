@@ -17,6 +17,7 @@ from typing import Any
 
 import lamina_interpreters_pxla as _runtime  # noqa: F401 - eager impls of the callbacks
 import numpy as np
+from lamina_interpreters_pxla.array import Array
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import dtypes
@@ -47,13 +48,18 @@ def _result_avals(api: str, result_shape_dtypes: Any) -> tuple[list[ShapedArray]
     return avals, tree
 
 
+_AS_IS = (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)
+
+
 def flat_operands(api: str, args: tuple[Any, ...], kwargs: dict[str, Any]
                   ) -> tuple[list[Any], Any]:
-    """The leaves of ``(args, kwargs)`` as arrays (tracers kept), and the tree."""
+    """The leaves of ``(args, kwargs)`` as operands, and the tree: tracers,
+    arrays and scalars as they are (a trace makes constants of them without
+    placing them on a device first), anything else through ``asarray``."""
     leaves, tree = tu.tree_flatten((args, kwargs))
     out = []
     for i, x in enumerate(leaves):
-        if isinstance(x, Tracer):
+        if isinstance(x, _AS_IS):
             out.append(x)
             continue
         try:

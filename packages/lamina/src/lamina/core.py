@@ -23,6 +23,7 @@ from lamina_tracing_core.avals import get_aval as get_aval
 from lamina_tracing_core.core import Trace as Trace
 from lamina_tracing_core.core import Tracer as Tracer
 from lamina_tracing_core.core import concrete_or_error as concrete_or_error
+from lamina_tracing_core.core import eval_context as eval_context
 from lamina_tracing_core.core import find_top_trace as find_top_trace
 from lamina_tracing_core.core import jaxpr_as_fun as jaxpr_as_fun
 from lamina_tracing_core.core import mapped_aval as mapped_aval
@@ -37,6 +38,10 @@ from lamina_tracing_core.jaxpr import Literal as Literal
 from lamina_tracing_core.jaxpr import Var as Var
 from lamina_tracing_core.primitives import Primitive as Primitive
 
+#: JAX's public name for ``eval_context``: concrete operations run at once,
+#: even under jit.
+ensure_compile_time_eval = eval_context
+
 #: The base class of abstract values. lamina has one kind of aval, so it is
 #: ``ShapedArray`` itself: ``isinstance(aval, AbstractValue)`` holds for every aval.
 AbstractValue = ShapedArray
@@ -50,6 +55,6 @@ ParamDict = dict[str, Any]
 __all__ = [
     "AbstractValue", "Atom", "ClosedJaxpr", "DropVar", "Jaxpr", "JaxprEqn", "Literal",
     "ParamDict", "Primitive", "ShapedArray", "Trace", "Tracer", "Value", "Var",
-    "concrete_or_error", "eval_jaxpr", "find_top_trace", "get_aval", "jaxpr_as_fun",
+    "concrete_or_error", "ensure_compile_time_eval", "eval_context", "eval_jaxpr", "find_top_trace", "get_aval", "jaxpr_as_fun",
     "mapped_aval", "unmapped_aval", "valid_jaxtype",
 ]

@@ -13,7 +13,8 @@ from inside traced code, as ``jax.debug``.
   caller's array variables (their runtime values) as the frame's names.
 - ``visualize_array_sharding(x)`` draws which device holds which part of a
   1-D or 2-D array, as a plain-text grid; ``inspect_array_sharding(x,
-  callback=f)`` calls ``f`` with ``x``'s sharding.
+  callback=f)`` calls ``f`` with ``x``'s sharding (inside ``jit``: the one
+  XLA chose, when the program is compiled).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from typing import Any
 
 import numpy as np
 from lamina_interpreters_pxla.array import Array
+from lamina_interpreters_pxla.callbacks import ShardingInspector
 from lamina_interpreters_pxla.effects_runtime import effects_barrier
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
-from lamina_tracing_core.callbacks import HostCallback, debug_callback_p
+from lamina_tracing_core.callbacks import HostCallback, debug_callback_p, inspect_sharding_p
 from lamina_tracing_core.core import Tracer
 from lamina_tracing_core.effects import OrderedDebug, UnorderedDebug
 
@@ -109,13 +111,13 @@ def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noq
 
 
 def inspect_array_sharding(value: Any, *, callback: Callable[[Any], None]) -> None:
-    """Calls ``callback`` with the sharding of each array in ``value`` (a
-    pytree of committed arrays)."""
+    """Calls ``callback`` with the sharding of each array in ``value``: for
+    traced values (inside ``jit``) the sharding XLA chose, when the program is
+    compiled; for concrete arrays their own, right away."""
     for path, leaf in tu.tree_flatten_with_path(value)[0]:
         if isinstance(leaf, Tracer):
-            raise TypeError(f"debug.inspect_array_sharding: value{tu.keystr(path)} is traced; "
-                            "lamina reports the sharding of concrete arrays (call it outside "
-                            "jit, on the jitted function's inputs or outputs)")
+            inspect_sharding_p.bind(leaf, callback=ShardingInspector(callback))
+            continue
         sharding = getattr(leaf, "sharding", None)
         if sharding is None:
             raise TypeError(f"debug.inspect_array_sharding: value{tu.keystr(path)} is "

@@ -458,7 +458,7 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
             return direct(*args, **kwargs)
         traced = jitted.trace(*args, **kwargs)
         if return_shape:
-            shapes = [tc_api.ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type)
+            shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type)
                       for o in traced.flat_out_info]
             return traced.jaxpr, tu.tree_unflatten(traced.out_tree, shapes)
         return traced.jaxpr

@@ -294,7 +294,7 @@ def _placement(x: Any) -> str:
 def call_key(info: JitInfo, static_key: Any, structure: Any, leaves: Sequence[Any],
              avals: Sequence[ShapedArray], context: Any) -> str:
     """The key of one call signature (see the module docstring)."""
-    x64, axes, mesh, extra, full_tracebacks = context
+    x64, axes, mesh, extra, *rest = context  # rest: settings, by value
     if axes or any(part is not None for part in extra):
         raise NotCacheable("the call is inside a sharded_jit or named-axis context")
     h = hashlib.sha256(f"lamina-trace-cache-v{_FORMAT}\0{sys.version}\0{jaxlib_version}\0"
@@ -317,7 +317,7 @@ def call_key(info: JitInfo, static_key: Any, structure: Any, leaves: Sequence[An
     h.update(f"{structure}\0".encode())
     for x, aval in zip(leaves, avals):
         h.update(f"{aval.str_short()}:{aval.weak_type}:{_placement(x)};".encode())
-    h.update(f"{x64}:{full_tracebacks}:{default_device().id}:".encode())
+    h.update(f"{x64}:{rest!r}:{default_device().id}:".encode())
     h.update(repr([part() for part in _key_parts]).encode())
     return h.hexdigest()
 
@@ -679,6 +679,8 @@ def _trace_and_store(path: str, info: JitInfo, traced_call: TracedCall
         program = lowered_program_of(params.jaxpr, fast.executable)
         if program is None:
             raise NotCacheable("its lowered program is no longer cached")
+        if program.lowering.host_callbacks or program.lowering.has_token:
+            raise NotCacheable("it calls back into Python (its callbacks live in this process)")
         entry = _entry(program, params.out_tree, _manifest(ran, params.jaxpr.jaxpr))
         blob = pickle.dumps(entry)
     except NotCacheable as e:

@@ -16,6 +16,10 @@
   the primals (so ``grad`` prints in the forward pass); under ``vmap`` it runs
   once per batch element, in order (one host call walks the batch).
 
+- ``inspect_sharding_p``: ``callback(sharding)`` is called, while the
+  program is compiled, with the sharding XLA chose for the operand (no
+  results; kept by dead-code elimination through ``UnorderedDebug``).
+
 ``callback`` is a :class:`HostCallback`: the flat host function (NumPy arrays
 in, a sequence of NumPy arrays out) with what error messages name it by. The
 lowering (mlir-lowering) turns the equations into the host-callback custom
@@ -36,14 +40,15 @@ from lamina_tracing_core.effects import (
     Effects,
     HostEffect,
     OrderedIO,
+    UnorderedDebug,
     UnorderedIO,
 )
 from lamina_tracing_core.lax import structural
 from lamina_tracing_core.primitives import Primitive
 
 __all__ = [
-    "CallbackError", "HostCallback", "VMAP_METHODS", "debug_callback_p", "io_callback_p",
-    "pure_callback_p",
+    "CallbackError", "HostCallback", "VMAP_METHODS", "debug_callback_p", "inspect_sharding_p",
+    "io_callback_p", "pure_callback_p",
 ]
 
 #: The values of ``pure_callback``'s ``vmap_method`` (None: not batchable).
@@ -238,3 +243,23 @@ def _debug_callback_batch(args: Sequence[Any], dims: Sequence[int | None], *,
 
 
 pure_callback_p.def_batching(_pure_callback_batch)
+
+
+# --- inspecting shardings ----------------------------------------------------------------
+inspect_sharding_p = Primitive("inspect_sharding", multiple_results=True)
+inspect_sharding_p.def_abstract_eval(lambda x, *, callback: [])
+inspect_sharding_p.def_effects(lambda **_: frozenset({UnorderedDebug}))
+
+
+@inspect_sharding_p.def_jvp
+def _inspect_sharding_jvp(primals: Sequence[Any], tangents: Sequence[Any],
+                          **params: Any) -> tuple[list[Any], list[Any]]:
+    inspect_sharding_p.bind(*primals, **params)
+    return [], []
+
+
+@inspect_sharding_p.def_batching
+def _inspect_sharding_batch(args: Sequence[Any], dims: Sequence[int | None],
+                            **params: Any) -> tuple[list[Any], list[Any]]:
+    inspect_sharding_p.bind(*args, **params)  # the sharding of the whole batch
+    return [], []

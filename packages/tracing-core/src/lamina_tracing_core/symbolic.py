@@ -71,7 +71,6 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """The aval of tangents of ``aval``: float0 for integer/boolean values;
     an inexact aval is its own tangent aval, weak type included (as in JAX:
     the tangent of a weakly typed value promotes like the value)."""
-    dtype = aval.dtype
-    if dtype in _INEXACT or dtypes.is_inexact(dtype) or dtype == dtypes.float0:
+    if aval.dtype in _INEXACT:  # the common case, without a call
         return aval
-    return ShapedArray(aval.shape, dtypes.float0, False)
+    return aval.to_tangent_aval()

@@ -21,6 +21,7 @@ from lamina_tracing_core import dtypes
 from lamina_tracing_core import lax
 from lamina_tracing_core import numpy as jnp
 from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core.lax.helpers import operand_origin
 from lamina_tracing_core.numpy import _util
 
 from lamina.scipy._matrix_functions import (
@@ -73,7 +74,7 @@ def _check_matrix(fun: str, name: str, x: Any, square: bool = True) -> tuple[int
     if len(shape) < 2 or (square and shape[-1] != shape[-2]):
         what = "a (batch of) square matrices" if square else "at least two-dimensional"
         raise ValueError(f"lamina.scipy.linalg.{fun}: argument {name!r} must be {what}, got "
-                         f"shape {shape}")
+                         f"shape {shape}{operand_origin(x)}")
     return shape[-2], shape[-1]
 
 

@@ -18,10 +18,11 @@ ran the program, naming the callback and the program.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from jaxlib import xla_client as xc
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -30,6 +31,7 @@ from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.callbacks import (
     HostCallback,
     debug_callback_p,
+    inspect_sharding_p,
     io_callback_p,
     pure_callback_p,
 )
@@ -170,6 +172,26 @@ def _unchecked(ctx: LoweringRuleContext, *operands: Value, message: str, fmt_tre
                     "errors as values (a check has nothing to report to otherwise)")
 
 
+def _inspect_sharding(ctx: LoweringRuleContext, x: Value, *,
+                      callback: Callable[[Any], None]) -> list[Value]:
+    """XLA's SPMD partitioner calls ``callback`` with the operand's
+    ``HloSharding`` (the ``InspectSharding`` custom call jaxlib handles); a
+    program without partitions has nothing to choose: ``callback(None)`` says
+    so right away (the value lives on the program's one device)."""
+    mctx = ctx.module_context
+    if mctx.num_partitions == 1:
+        callback(None)
+        return []
+    mctx.sharding_inspectors.append(callback)
+    hlo.CustomCallOp(
+        [x.type], [x], call_target_name=ir.StringAttr.get("InspectSharding"),
+        has_side_effect=ir.BoolAttr.get(True),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+        backend_config=ir.StringAttr.get(xc.encode_inspect_sharding_callback(callback)))
+    return []
+
+
+register_lowering(inspect_sharding_p, _inspect_sharding)
 register_lowering(check_p, _unchecked)
 register_lowering(pure_callback_p, _pure_callback)
 register_lowering(io_callback_p, _io_callback)

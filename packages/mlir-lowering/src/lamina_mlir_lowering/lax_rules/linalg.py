@@ -17,6 +17,17 @@ targets where the module runs). Elsewhere ``cholesky`` and
 ``triangular_solve`` use the StableHLO ops; ``qr`` and
 ``lu_pivots_to_permutation`` are lowered through traced implementations on
 every platform (the pivots kernel on GPUs).
+
+On ``cuda``/``rocm`` also ``svd`` (``gesvdj`` up to 1024x1024, else
+``gesvd``), ``eig`` (the hybrid host kernel), ``tridiagonal``,
+``tridiagonal_solve`` (cuSPARSE ``gtsv2``), ``ormqr``, and on ``cuda``
+``symmetric_product`` (``syrk``) and ``cholesky_update``. On ``tpu`` (and by
+default) ``geqrf``/``householder_product`` are XLA's ``Qr`` and
+``ProductOfElementaryHouseholderReflectors`` expanders, ``lu`` is
+``LuDecomposition``, ``eigh`` is ``Eigh`` and ``svd`` goes through the
+polar decomposition (``qdwh``, then ``eigh`` of its Hermitian factor); ``tridiagonal_solve``,
+``ormqr``, ``symmetric_product`` and ``cholesky_update`` are traced there.
+``hessenberg`` and ``schur`` are CPU-only, as in JAX.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core import numpy as jnp
+from lamina_tracing_core.api import vmap
 from lamina_tracing_core.control_flow import fori_loop, scan
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 from lamina_tracing_core.lax import linalg as la
@@ -773,3 +785,85 @@ for _platform in ("cuda", "rocm"):
     register_lowering(la.ormqr_p, _ormqr_rule(_platform), platform=_platform)
     register_lowering(la.svd_p, _gpu_svd(_platform), platform=_platform)
     register_lowering(la.eig_p, _gpu_eig(_platform), platform=_platform)
+
+
+# --- TPU (and default) custom calls ---------------------------------------------------------
+
+def _plain_custom_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
+                       backend_config: str = "", api_version: int = 1) -> list[Value]:
+    """A custom call with default layouts, as XLA's TPU expanders take them."""
+    types = ctx.module_context.types
+    attributes: dict[str, ir.Attribute] = {
+        "call_target_name": ir.StringAttr.get(target),
+        "backend_config": ir.StringAttr.get(backend_config),
+        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), api_version),
+    }
+    op = hlo.CustomCallOp.build_generic(results=[types.tensor(a) for a in ctx.avals_out],
+                                        operands=list(operands), attributes=attributes)
+    return list(op.results)
+
+
+def _geqrf_default(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+    return _plain_custom_call(ctx, "Qr", [x])
+
+
+def _householder_default(ctx: LoweringRuleContext, a: Value, taus: Value) -> Sequence[Value]:
+    return _plain_custom_call(ctx, "ProductOfElementaryHouseholderReflectors", [a, taus])
+
+
+def _lu_tpu(ctx: LoweringRuleContext, x: Value) -> Sequence[Value]:
+    return _plain_custom_call(ctx, "LuDecomposition", [x], api_version=2)
+
+
+def _eigh_tpu(ctx: LoweringRuleContext, x: Value, *, lower: bool, sort_eigenvalues: bool,
+              subset_by_index: Any) -> Sequence[Value]:
+    # backend_config: lower, sort, the Jacobi sweep limit and its tolerance
+    config = f"{int(lower)},{int(sort_eigenvalues)},100,1e-6"
+    return _plain_custom_call(ctx, "Eigh", [x], backend_config=config)
+
+
+register_lowering(la.geqrf_p, _geqrf_default)
+register_lowering(la.householder_product_p, _householder_default)
+register_lowering(la.lu_p, _lu_tpu, platform="tpu")
+register_lowering(la.eigh_p, _eigh_tpu, platform="tpu")
+
+
+def _svd_by_polar_one(x: Any, full_matrices: bool, compute_uv: bool) -> list[Any]:
+    """The SVD of one matrix from its polar decomposition ``x = u_p h`` (QDWH)
+    and the eigendecomposition ``h = v diag(s) v^H``: ``x = (u_p v) s v^H``."""
+    m, n = (int(d) for d in x.shape)
+    if m < n:
+        outs = _svd_by_polar_one(jnp.conj(x.T), full_matrices, compute_uv)
+        return outs if not compute_uv else [outs[0], jnp.conj(outs[2].T), jnp.conj(outs[1].T)]
+    u_p, h, _, _ = la.qdwh(x)
+    v, w = la.eigh(h)
+    s = jnp.abs(w[::-1])
+    if not compute_uv:
+        return [s]
+    v = v[:, ::-1]
+    u = jnp.matmul(u_p, v, precision=lax.Precision.HIGHEST)
+    if full_matrices and m > n:
+        q, _ = la.qr(u, full_matrices=True)
+        u = jnp.concatenate([u, q[:, n:]], axis=1)
+    return [s, u, jnp.conj(v.T)]
+
+
+def _svd_by_polar(x: Any, full_matrices: bool, compute_uv: bool) -> list[Any]:
+    """``_svd_by_polar_one`` over the leading (batch) axes of ``x``."""
+    batch, mat = tuple(x.shape[:-2]), tuple(x.shape[-2:])
+    if not batch:
+        return _svd_by_polar_one(x, full_matrices, compute_uv)
+    flat = jnp.reshape(x, (-1, *mat))
+    outs = vmap(lambda a: _svd_by_polar_one(a, full_matrices, compute_uv))(flat)
+    return [jnp.reshape(o, (*batch, *o.shape[1:])) for o in outs]
+
+
+def _svd_tpu(ctx: LoweringRuleContext, x: Value, *, full_matrices: bool, compute_uv: bool,
+             subset_by_index: Any, algorithm: Any) -> Sequence[Value]:
+    if algorithm not in (None, la.SvdAlgorithm.DEFAULT, la.SvdAlgorithm.POLAR):
+        raise ctx.error(f"svd: algorithm {algorithm} is not available on tpu (the polar "
+                        f"algorithm is)")
+    return _lower_traced(ctx, _svd_by_polar, [x], full_matrices, compute_uv)
+
+
+register_lowering(la.svd_p, _svd_tpu, platform="tpu")

@@ -41,6 +41,7 @@ from lamina_tracing_core.base_primitives import (  # shared with the interpreter
     zero_cts,
     zero_from_primal,
 )
+from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import add_tangents
 from lamina_tracing_core.lax import common
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
@@ -52,6 +53,7 @@ from lamina_tracing_core.symbolic import (
 )
 
 __all__ = [
+    "operand_origin",
     "Zero", "add_tangents", "batch_size", "bdim_at_front", "broadcast_batch", "broadcast_batcher",
     "ct_aval", "defbilinear", "defbroadcasting", "defjvp", "defjvp2", "defjvp_zero",
     "deflinear", "deftranspose", "defvectorized", "instantiate", "instantiate_zeros",
@@ -242,3 +244,12 @@ def defbroadcasting(prim: Primitive) -> None:
         return broadcast_batcher(prim, args, dims, **params)
 
     batching_rules[prim] = rule
+
+
+def operand_origin(*values: Any) -> str:
+    """For an error about ``values``: ``" (traced operand: float32[3,4] (from
+    params['w']) while tracing f at a.py:3 for jit)"``, naming the traced
+    function's arguments they come from; empty outside tracing."""
+    described = pe.describe_staged_operands(values)
+    noun = "operands" if len(values) > 1 else "operand"
+    return f" (traced {noun}: {described})" if described else ""

@@ -117,19 +117,24 @@ def _broadcast_vec(v: Any, shape: tuple[int, ...], axis: int) -> Any:
     return st.broadcast_in_dim(v, shape, keep)
 
 
-def _check_matrix(name: str, arg: str, aval: ShapedArray, *, square: bool = False,
+def _check_matrix(name: str, arg: str, x: Any, *, square: bool = False,
                   inexact: bool = True) -> tuple[int, int]:
+    """Checks ``x`` (a value, or the aval of one) is a (batch of) matrices,
+    square or inexact as asked; errors name ``name``, ``arg`` and, for a
+    traced value, the user's arguments it comes from."""
+    aval = x if isinstance(x, ShapedArray) else get_aval(x)
+    where = "" if isinstance(x, ShapedArray) else helpers.operand_origin(x)
     if aval.ndim < 2:
         raise ValueError(f"{name}: argument {arg!r} must have at least two dimensions, "
-                         f"got shape {aval.shape}")
+                         f"got shape {aval.shape}{where}")
     m, n = aval.shape[-2:]
     if square and m != n:
         raise ValueError(f"{name}: argument {arg!r} must be a batch of square matrices, "
-                         f"got shape {aval.shape}")
+                         f"got shape {aval.shape}{where}")
     if inexact and aval.dtype not in common.INEXACT:
         raise TypeError(f"{name}: argument {arg!r} must have a floating or complex dtype, "
-                        f"got {aval.dtype}")
-    return int(m), int(n)
+                        f"got {aval.dtype}{where}")
+    return m, n
 
 
 def _front_batch(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None]) -> list[Any]:
@@ -192,8 +197,7 @@ def cholesky(x: ArrayLike, *, symmetrize_input: bool = True) -> Array:
     """The lower Cholesky factor ``L`` (``x = L @ L^H``) of each trailing matrix;
     NaNs where ``x`` is not positive definite. With ``symmetrize_input``,
     ``(x + x^H) / 2`` is factored."""
-    aval = get_aval(x)
-    _check_matrix("cholesky", "x", aval, square=True)
+    _check_matrix("cholesky", "x", x, square=True)
     if symmetrize_input:
         x = symmetrize(x)
     return _tril(cholesky_p.bind(x))
@@ -345,7 +349,7 @@ def lu(x: ArrayLike) -> tuple[Array, Array, Array]:
     (strictly lower part of ``lu``) and ``U`` upper (upper part of ``lu``);
     ``pivots`` are LAPACK's row swaps (0-based). NaNs where the
     factorization fails (not where it is merely singular, as LAPACK)."""
-    _check_matrix("lu", "x", get_aval(x))
+    _check_matrix("lu", "x", x)
     out = lu_p.bind(x)
     return out[0], out[1], out[2]
 
@@ -438,8 +442,7 @@ def eigh(x: ArrayLike, *, lower: bool = True, symmetrize_input: bool = True,
     each Hermitian trailing matrix; only the ``lower`` (or upper) triangle is
     read unless ``symmetrize_input``. ``implementation`` must be ``None`` or
     ``EighImplementation.QR`` (LAPACK/cuSOLVER ``syevd``)."""
-    aval = get_aval(x)
-    _check_matrix("eigh", "x", aval, square=True)
+    _check_matrix("eigh", "x", x, square=True)
     if implementation not in (None, EighImplementation.QR):
         raise ValueError(f"eigh: implementation={implementation} is not supported; lamina "
                          "uses syevd (implementation=None or EighImplementation.QR)")
@@ -503,7 +506,7 @@ def eig(x: ArrayLike, *, compute_left_eigenvectors: bool = True,
     ``enable_eigvec_derivs`` (valid for distinct eigenvalues), as in JAX.
     ``implementation`` must be ``None`` or ``EigImplementation.LAPACK``:
     lamina lowers ``eig`` with LAPACK on the host CPU."""
-    _check_matrix("eig", "x", get_aval(x), square=True)
+    _check_matrix("eig", "x", x, square=True)
     if use_magma:
         implementation = EigImplementation.MAGMA
     if implementation not in (None, EigImplementation.LAPACK):
@@ -647,7 +650,7 @@ def qr(x: ArrayLike, *, pivoting: bool = False, full_matrices: bool = True,
        use_magma: bool | None = None) -> tuple[Array, Array]:
     """``(q, r)`` with ``x = q @ r``, ``q`` orthonormal columns and ``r`` upper
     triangular; ``full_matrices`` gives the square ``q`` (``m x m``)."""
-    _check_matrix("qr", "x", get_aval(x))
+    _check_matrix("qr", "x", x)
     q, r = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices),
                      use_magma=use_magma)
     return q, r
@@ -746,7 +749,7 @@ def svd(x: ArrayLike, *, full_matrices: bool = True, compute_uv: bool = True,
         subset_by_index: tuple[int, int] | None = None, algorithm: Any = None) -> Any:
     """The singular values (descending) of each trailing matrix, and with
     ``compute_uv`` the ``(u, s, vh)`` of ``x = u @ diag(s) @ vh``."""
-    _check_matrix("svd", "x", get_aval(x))
+    _check_matrix("svd", "x", x)
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
                       subset_by_index=None if subset_by_index is None
                       else tuple(int(i) for i in subset_by_index), algorithm=algorithm)
@@ -824,7 +827,7 @@ def hessenberg(a: ArrayLike) -> tuple[Array, Array]:
     in the upper triangle and first subdiagonal of ``a``, the Householder
     reflectors below it with their scale factors ``taus`` (LAPACK's
     ``gehrd``; CPU only, as in JAX). Not differentiable."""
-    _check_matrix("hessenberg", "a", get_aval(a), square=True)
+    _check_matrix("hessenberg", "a", a, square=True)
     h, taus = hessenberg_p.bind(a)
     return h, taus
 
@@ -852,7 +855,7 @@ def schur(x: ArrayLike, *, compute_schur_vectors: bool = True, sort_eig_vals: bo
     upper triangular for complex input, ``z`` unitary (LAPACK's ``gees``;
     CPU only, as in JAX). Eigenvalue sorting is not offered (JAX's lowering
     refuses it too). Not differentiable."""
-    _check_matrix("schur", "x", get_aval(x), square=True)
+    _check_matrix("schur", "x", x, square=True)
     if sort_eig_vals:
         raise ValueError("schur: sort_eig_vals=True is not supported (LAPACK's gees sorting is "
                          "not exposed by jaxlib's kernel, as in JAX)")
@@ -885,7 +888,7 @@ def tridiagonal(a: ArrayLike, *, lower: bool = True) -> tuple[Array, Array, Arra
     off-diagonal ``e``; ``a`` keeps ``T`` and the reflectors of ``Q`` in its
     ``lower`` (or upper) triangle, ``taus`` their scale factors (LAPACK's
     ``sytrd``/``hetrd``). Only that triangle of the input is read."""
-    _check_matrix("tridiagonal", "a", get_aval(a), square=True)
+    _check_matrix("tridiagonal", "a", a, square=True)
     arr, d, e, taus = tridiagonal_p.bind(a, lower=bool(lower))
     return arr, d, e, taus
 
@@ -1175,6 +1178,89 @@ def _cholesky_update_batch(args: Sequence[Any], dims: Sequence[int | None]) -> A
 
 batching_rules[cholesky_update_p] = _cholesky_update_batch
 
+# --- qdwh (the polar decomposition) ------------------------------------------------------------
+
+
+def _fro_norm(x: Any) -> Any:
+    """The Frobenius norm of a matrix, in its real dtype."""
+    sq = el.real(el.mul(x, el.conj(x))) if _is_complex(x) else el.mul(x, x)
+    return el.sqrt(red.reduce_sum(sq, tuple(range(len(_shape(x))))))
+
+
+def _real_scalar(value: Any, dtype: Any) -> Any:
+    return st.full((), np.array(value, dtype), dtype)
+
+
+def qdwh(x: ArrayLike, *, is_hermitian: bool = False, max_iterations: int | None = None,
+         eps: float | None = None,
+         dynamic_shape: tuple[int, int] | None = None) -> tuple[Array, Array, Array, Array]:
+    """``(u, h, num_iters, is_converged)``: the polar decomposition
+    ``x = u @ h`` of an ``m x n`` matrix (``m >= n``), ``u`` with orthonormal
+    columns and ``h`` Hermitian positive semi-definite, by the QR-based
+    dynamically weighted Halley iteration (Nakatsukasa, Bai and Gygi 2010).
+
+    The iteration is unrolled ``max_iterations`` times (default 10); once
+    the iterate stops moving (relative change below ``eps ** (1/3)``, the
+    iteration converges cubically) and the lower singular-value bound has
+    reached 1, later steps leave it unchanged, and ``num_iters`` counts the
+    steps taken. ``is_hermitian`` is accepted for JAX's signature (the QR
+    form needs no symmetry)."""
+    del is_hermitian
+    m, n = _check_matrix("qdwh", "x", x)
+    if len(_shape(x)) != 2 or m < n:
+        raise ValueError(f"qdwh: argument 'x' must be a matrix with at least as many rows as "
+                         f"columns, got shape {_shape(x)}{helpers.operand_origin(x)}")
+    if dynamic_shape is not None:
+        raise ValueError("qdwh: dynamic_shape is not supported")
+    dtype = _dtype(x)
+    real = common.real_dtype(dtype)
+    eps_ = float(np.finfo(real).eps) if eps is None else float(eps)
+    tol = _real_scalar(eps_ ** (1 / 3), real)
+    one = _real_scalar(1, real)
+    alpha = _fro_norm(x)  # bounds the largest singular value from above
+    alpha = el.select(el.eq(alpha, _real_scalar(0, real)), one, alpha)
+    u = el.div(x, st.broadcast_in_dim(cv.convert_element_type(alpha, dtype), (m, n), ()))
+    lower = _real_scalar(eps_, real)
+    done = st.full((), np.array(False), np.dtype(bool))
+    steps = st.full((), np.int32(0), dtypes.int32)
+    eye = _eye((n, n), dtype)
+    for _ in range(10 if max_iterations is None else int(max_iterations)):
+        l2 = el.mul(lower, lower)
+        d = el.cbrt(el.div(el.mul(_real_scalar(4, real), el.sub(one, l2)), el.mul(l2, l2)))
+        sqd = el.sqrt(el.add(one, d))
+        a = el.add(sqd, el.mul(_real_scalar(0.5, real), el.sqrt(
+            el.add(el.sub(_real_scalar(8, real), el.mul(_real_scalar(4, real), d)),
+                   el.div(el.mul(_real_scalar(8, real), el.sub(_real_scalar(2, real), l2)),
+                          el.mul(l2, sqd))))))
+        b = el.div(el.mul(el.sub(a, one), el.sub(a, one)), _real_scalar(4, real))
+        c = el.sub(el.add(a, b), one)
+
+        def as_dtype(v: Any) -> Any:
+            return cv.convert_element_type(v, dtype)
+
+        stacked = st.concatenate([el.mul(st.broadcast_in_dim(as_dtype(el.sqrt(c)), (m, n), ()),
+                                         u), eye], 0)
+        q, _ = qr(stacked, full_matrices=False)
+        q1 = st.slice(q, (0, 0), (m, n))
+        q2 = st.slice(q, (m, 0), (m + n, n))
+        coeff_u = as_dtype(el.div(b, c))
+        coeff_q = as_dtype(el.div(el.sub(a, el.div(b, c)), el.sqrt(c)))
+        new_u = el.add(el.mul(st.broadcast_in_dim(coeff_u, (m, n), ()), u),
+                       el.mul(st.broadcast_in_dim(coeff_q, (m, n), ()), _mm(q1, _H(q2))))
+        new_lower = el.min(one, el.div(el.mul(lower, el.add(a, el.mul(b, l2))),
+                                       el.add(one, el.mul(c, l2))))
+        change = _fro_norm(el.sub(new_u, u))
+        active = el.bitwise_not(done)
+        u = el.select(st.broadcast_in_dim(active, (m, n), ()), new_u, u)
+        lower = el.select(active, new_lower, lower)
+        steps = el.add(steps, cv.convert_element_type(active, dtypes.int32))
+        done = el.bitwise_or(done, el.bitwise_and(el.le(change, tol),
+                                    el.le(el.abs(el.sub(one, new_lower)), tol)))
+    h = _mm(_H(u), x)
+    h = el.div(el.add(h, _H(h)), _scalar(h, 2))
+    return u, h, steps, done
+
+
 __all__ = [
     "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "eig_p", "eigh_p",
     "geqrf_p", "householder_product_p", "qr_p", "svd_p", "hessenberg_p", "schur_p",
@@ -1182,5 +1268,5 @@ __all__ = [
     "EigImplementation", "EighImplementation", "SvdAlgorithm",
     "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "eig", "eigh", "geqrf",
     "householder_product", "qr", "svd", "symmetrize", "hessenberg", "schur", "tridiagonal",
-    "tridiagonal_solve", "ormqr", "symmetric_product", "cholesky_update",
+    "tridiagonal_solve", "ormqr", "symmetric_product", "cholesky_update", "qdwh",
 ]

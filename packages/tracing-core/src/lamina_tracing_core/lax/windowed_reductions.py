@@ -133,7 +133,23 @@ def _canonical_padding(name: str, padding: Any) -> Pads:
 def _window_params(name: str, shape: Sequence[int], window_dimensions: Sequence[int],
                    window_strides: Sequence[int], padding: Any,
                    base_dilation: Sequence[int] | None,
-                   window_dilation: Sequence[int] | None) -> dict[str, Any]:
+                   window_dilation: Sequence[int] | None,
+                   operand: Any = None) -> dict[str, Any]:
+    """The checked window params; errors name, for a traced ``operand``, the
+    arguments of the traced function it comes from."""
+    try:
+        return _checked_window_params(name, shape, window_dimensions, window_strides, padding,
+                                      base_dilation, window_dilation)
+    except TypeError as err:
+        if operand is None:
+            raise
+        raise TypeError(f"{err}{helpers.operand_origin(operand)}") from None
+
+
+def _checked_window_params(name: str, shape: Sequence[int], window_dimensions: Sequence[int],
+                           window_strides: Sequence[int], padding: Any,
+                           base_dilation: Sequence[int] | None,
+                           window_dilation: Sequence[int] | None) -> dict[str, Any]:
     nd = len(shape)
     window = common.as_int_tuple(name, "window_dimensions", window_dimensions)
     strides = common.as_int_tuple(name, "window_strides", window_strides)
@@ -203,7 +219,7 @@ def _bind_monoid(prim: Primitive, operand: ArrayLike, window_dimensions: Sequenc
                  base_dilation: Sequence[int] | None, window_dilation: Sequence[int] | None
                  ) -> Array:
     params = _window_params(prim.name, get_aval(operand).shape, window_dimensions,
-                            window_strides, padding, base_dilation, window_dilation)
+                            window_strides, padding, base_dilation, window_dilation, operand)
     return prim.bind(operand, **params)
 
 
@@ -624,7 +640,7 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable[..., Any]
         raise TypeError("reduce_window: operand must contain at least one array")
     shape = get_aval(flat_ops[0]).shape
     params = _window_params("reduce_window", shape, window_dimensions, window_strides,
-                            padding, base_dilation, window_dilation)
+                            padding, base_dilation, window_dilation, flat_ops[0])
     if len(flat_ops) == 1:
         dtype = get_aval(flat_ops[0]).dtype
         monoid = _monoid_for(computation, flat_inits[0], dtype)

@@ -18,6 +18,7 @@ from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.control_flow.solves import custom_linear_solve
 from lamina_tracing_core.custom_derivatives import custom_jvp
+from lamina_tracing_core.lax.helpers import operand_origin
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
@@ -180,10 +181,10 @@ def _matrix(fun: str, x: ArrayLike, *, square: bool = False, name: str = "a") ->
     shape = _util.shape_of(a)
     if len(shape) < 2:
         raise ValueError(f"{_util.qualified(fun)}: argument {name!r} must have at least two "
-                         f"dimensions, got shape {shape}")
+                         f"dimensions, got shape {shape}{operand_origin(x)}")
     if square and shape[-1] != shape[-2]:
         raise ValueError(f"{_util.qualified(fun)}: argument {name!r} must be a (batch of) "
-                         f"square matrices, got shape {shape}")
+                         f"square matrices, got shape {shape}{operand_origin(x)}")
     return a
 
 
@@ -327,13 +328,14 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
     if len(bshape) == 1:
         if bshape[0] != m:
             raise ValueError(f"lamina.numpy.linalg.solve: argument 'b' of shape {bshape} does "
-                             f"not match argument 'a' of shape {_util.shape_of(x)}")
+                             f"not match argument 'a' of shape {_util.shape_of(x)}"
+                             f"{operand_origin(a, b)}")
         out = solve(x, lax.reshape(bb, (m, 1)))
         return lax.reshape(out, _util.shape_of(out)[:-1])
     if len(bshape) < 2 or bshape[-2] != m:
         raise ValueError(f"lamina.numpy.linalg.solve: argument 'b' of shape {bshape} does not "
                          f"match argument 'a' of shape {_util.shape_of(x)} (b.shape[-2] must "
-                         f"be {m})")
+                         f"be {m}){operand_origin(a, b)}")
     a2, b2 = _broadcast_batch(x, bb)
     return _solve(a2, b2)
 
