@@ -174,3 +174,14 @@ def test_standardize_matches_jax():
     check(nn.standardize(y, algorithm="stable"), nn.standardize(y), rtol=1e-5)
     with pytest.raises(ValueError, match="algorithm"):
         nn.standardize(y, algorithm="other")
+
+
+def test_exact_gelu_keeps_the_negative_tail_with_jax_bits() -> None:
+    # JAX 0.10.2's bits (float32 viewed as uint32) of gelu(x, approximate=False)
+    # and of its gradient; 1 + erf(x / sqrt 2) would give 0 at x = -7.66.
+    x = np.array([-7.65896893, -2.93183374, -0.309656560, 1.20047164, 12.0], np.float32)
+    value = np.asarray(nn.gelu(x, approximate=False)).view(np.uint32)
+    grad = np.asarray(api.grad(lambda v: jnp.sum(nn.gelu(v, approximate=False)))(x))
+    assert value.tolist() == [2845941915, 3147947233, 3186621118, 1065877031, 1094713344]
+    assert grad.view(np.uint32).tolist() == [2870650748, 3160996570, 1048933656, 1066343112,
+                                             1065353216]

@@ -46,3 +46,17 @@ def test_linspace_under_transformations_matches_and_stays_inline() -> None:
     values, step = jnp.linspace(0.0, 1.0, 5, retstep=True)
     assert float(step) == 0.25 and not values.weak_type
     np.testing.assert_array_equal(jnp.linspace(0, 10, 5, dtype=int), [0, 2, 5, 7, 10])
+
+
+def test_hypot_and_polyval_have_jax_bits() -> None:
+    # JAX 0.10.2 jits both; the sums of the uint32 bits of its eager results.
+    rng = np.random.RandomState(0)
+    x = rng.randn(7, 33).astype(np.float32) * 3
+    y = rng.rand(7, 33).astype(np.float32) + 0.1
+    assert int(np.asarray(jnp.hypot(x, y)).view(np.uint32).astype(np.uint64).sum()) == (
+        247953249532)
+    assert int(np.asarray(jnp.polyval(x[0, :5], y[0])).view(np.uint32).astype(np.uint64).sum()
+               ) == 36086872519
+    scalar = jnp.hypot(3, 4.0)
+    assert float(scalar) == 5.0 and scalar.weak_type
+    assert int(jnp.polyval(jnp.array([1, 2, 3]), 2)) == 11

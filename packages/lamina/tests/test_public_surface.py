@@ -257,17 +257,22 @@ def test_enable_x64_context_manager() -> None:
     assert lamina.jit(lambda x: x + 1)(np.float64(1)).dtype == np.float32
 
 
-@pytest.mark.xfail(strict=True, reason="lamina's eager dispatch and jit caches do not key on "
-                   "the default device: values created before the scope come back on device 0")
 def test_default_device_context_manager() -> None:
     target = lamina.devices()[-1]
+    first = lamina.devices()[0]
+    f = lamina.jit(lambda: jnp.zeros(1))
+    g = lamina.jit(lambda x: x + 1)
+    host = np.ones(2, np.float32)
+    # cached eagerly and by jit (C++ and Python paths) before the scope
+    assert jnp.ones(2).devices() == f().devices() == g(host).devices() == {first}
     assert lamina.default_device.value is None
     with lamina.default_device(target):
         assert lamina.default_device.value == target
         assert jnp.ones(2).devices() == {target}
-        assert lamina.jit(lambda: jnp.zeros(1))().devices() == {target}
+        assert (jnp.ones(2) * 3).devices() == {target}
+        assert f().devices() == g(host).devices() == {target}
     assert lamina.default_device.value is None
-    assert jnp.ones(2).devices() == {lamina.devices()[0]}
+    assert jnp.ones(2).devices() == f().devices() == g(host).devices() == {first}
 
 
 def test_process_and_host_helpers() -> None:

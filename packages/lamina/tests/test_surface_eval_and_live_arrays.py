@@ -8,6 +8,7 @@ import gc
 import lamina as lx
 import lamina.numpy as jnp
 import numpy as np
+import pytest
 from lamina_tracing_core.core import Tracer
 
 
@@ -56,3 +57,17 @@ def test_live_arrays() -> None:
     assert len(mine) == 1 and isinstance(mine[0], lx.Array)
     mine[0].delete()  # the same buffers as x
     assert x.is_deleted()
+
+
+def test_explain_cache_misses_flag_and_host_aliases() -> None:
+    assert lx.explain_cache_misses.value is False
+    with lx.explain_cache_misses(True):
+        assert lx.explain_cache_misses.value is True
+        assert lx.config.explain_cache_misses is True
+    assert lx.explain_cache_misses.value is False
+    with pytest.warns(UserWarning, match="jax.host_id has been renamed to jax.process_index"):
+        assert lx.host_id() == lx.process_index()
+    with pytest.warns(UserWarning, match="renamed to jax.process_count"):
+        assert lx.host_count() == lx.process_count()
+    with pytest.warns(UserWarning, match="renamed to jax.process_indices"):
+        assert lx.host_ids() == [0]

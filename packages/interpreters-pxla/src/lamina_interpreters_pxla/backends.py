@@ -312,6 +312,11 @@ class _DefaultDeviceState(threading.local):
 
 _default_device_state = _DefaultDeviceState()
 
+#: Called with the device a :func:`default_device_scope` chooses (None when
+#: none is chosen) on entering and leaving one: jit's C++ fast path keys its
+#: cache on it.
+default_device_hooks: list[Callable[[Device | None], None]] = []
+
 
 def default_device() -> Device:
     """Where uncommitted data goes: the innermost :func:`default_device_scope`,
@@ -340,10 +345,14 @@ def default_device_scope(device: Device | str | None) -> Iterator[None]:
     chosen = get_backend(device).local_devices()[0] if isinstance(device, str) else device
     previous = _default_device_state.device
     _default_device_state.device = chosen
+    for hook in default_device_hooks:
+        hook(chosen)
     try:
         yield
     finally:
         _default_device_state.device = previous
+        for hook in default_device_hooks:
+            hook(previous)
 
 
 def lowering_platform(device: Device) -> str:

@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import core, dtypes, trace_settings
 
+from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import _jax
 from lamina_interpreters_pxla.array import Array, array_from_children
 from lamina_interpreters_pxla.config import config
@@ -173,6 +174,9 @@ _TRACE_SETTINGS: Any = _jax.config.Config("lamina_jit_trace_settings", trace_set
 core.staging_hooks.append(_STAGING.set_local)
 dtypes.x64_hooks.append(_X64.set_global)
 trace_settings.hooks.append(_TRACE_SETTINGS.set_global)
+_DEFAULT_DEVICE: Any = _jax.config.Config("lamina_jit_default_device", None,
+                                          include_in_jit_key=True)
+backends.default_device_hooks.append(_DEFAULT_DEVICE.set_local)
 
 
 def _mirror_runtime_setting(name: str, value: Any) -> None:

@@ -45,6 +45,7 @@ from lamina_interpreters_pxla.array import (
     deleted_message,
     place_host_value,
 )
+from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.backends import default_device, lowering_platform
 from lamina_interpreters_pxla import buffer_use
 from lamina_interpreters_pxla.compiler import log_compilation
@@ -299,12 +300,12 @@ def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
     primitive without an impl rule of its own runs through it).
 
     A call whose signature was seen before costs one dictionary lookup plus
-    the program call: the key holds the primitive, its params, the x64 mode
-    and per argument its type, shape and dtype (and for Arrays the sharding
+    the program call: the key holds the primitive, its params, the x64 mode,
+    the device a ``default_device`` scope chooses, and per argument its type, shape and dtype (and for Arrays the sharding
     and committed flag), which is everything the abstract-evaluation check,
     the placement and the compiled program depend on.
     """
-    parts: list[Any] = [prim, tuple(params.items()), _x64.enabled]
+    parts: list[Any] = [prim, tuple(params.items()), _x64.enabled, _default.device]
     k: Hashable
     for x in args:
         if type(x) is Array:
@@ -331,6 +332,7 @@ def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
 
 
 _x64 = dtypes.x64_state
+_default = backends._default_device_state
 
 
 def _lookup_or_build(key: Hashable | None, prim: Primitive, args: Sequence[Any],

@@ -36,7 +36,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "custom_vjp": ("lamina_tracing_core.custom_derivatives", "custom_vjp"),
     "named_call": ("lamina.api_extras", "named_call"),
     "named_scope": ("lamina.api_extras", "named_scope"),
-    "ensure_compile_time_eval": ("lamina.api_extras", "ensure_compile_time_eval"),
     "jacobian": ("lamina_tracing_core.api", "jacrev"),  # JAX's jacobian is reverse mode
     "linear_transpose": ("lamina.transforms", "linear_transpose"),
     "custom_gradient": ("lamina.custom_derivatives", "custom_gradient"),
@@ -50,6 +49,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "make_mesh": ("lamina.runtime_api", "make_mesh"),
     "process_indices": ("lamina.runtime_api", "process_indices"),
     "live_arrays": ("lamina.runtime_api", "live_arrays"),
+    "explain_cache_misses": ("lamina.runtime_api", "explain_cache_misses"),
+    "host_id": ("lamina.runtime_api", "host_id"),
+    "host_count": ("lamina.runtime_api", "host_count"),
+    "host_ids": ("lamina.runtime_api", "host_ids"),
     "copy_to_host_async": ("lamina.runtime_api", "copy_to_host_async"),
     "print_environment_info": ("lamina.runtime_api", "print_environment_info"),
     "Device": ("lamina_interpreters_pxla._jaxlib", "DeviceClass"),
@@ -78,6 +81,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "jit": ("lamina_sharded_jit", "jit"),
     "eval_shape": ("lamina_sharded_jit", "eval_shape"),
     "disable_jit": ("lamina_sharded_jit", "disable_jit"),
+    "shard_map": ("lamina_sharded_jit.shard_map", "shard_map"),
+    "set_mesh": ("lamina_interpreters_pxla.sharding", "set_mesh"),
     # submodules
     "numpy": ("lamina.numpy", None),
     "lax": ("lamina.lax", None),

@@ -1,4 +1,4 @@
-"""Small API helpers: ``named_call``, ``named_scope`` and ``ensure_compile_time_eval``."""
+"""Small API helpers: ``named_call`` and ``named_scope``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from lamina_tracing_core.core import eval_context
 from lamina_tracing_core.source_info import extend_name_stack
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,13 +31,3 @@ def named_call(fun: F, *, name: str | None = None) -> F:
             return fun(*args, **kwargs)
 
     return named  # type: ignore[return-value]
-
-
-@contextmanager
-def ensure_compile_time_eval() -> Iterator[None]:
-    """Inside the block, operations on constants are computed now, even while
-    tracing for ``jit``: their results are concrete arrays (usable in Python
-    control flow), not staged values. Operations that read a traced argument
-    are staged as usual."""
-    with eval_context():
-        yield

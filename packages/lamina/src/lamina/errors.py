@@ -1,5 +1,7 @@
-"""``lamina.errors``: the exceptions lamina raises at trace time (JAX's names)."""
+"""``lamina.errors``: the exceptions lamina raises at trace time (JAX's names),
+and ``JaxRuntimeError``, what a failed execution raises (jaxlib's class)."""
 
+from lamina_interpreters_pxla._jaxlib import JaxRuntimeError
 from lamina_tracing_core.errors import (
     ConcretizationTypeError,
     JaxprTypeError,
@@ -11,8 +13,12 @@ from lamina_tracing_core.errors import (
     UnexpectedTracerError,
 )
 
+#: JAX's name for the base class of the trace-time type errors.
+JAXTypeError = LaminaTypeError
+
 __all__ = [
-    "ConcretizationTypeError", "JaxprTypeError", "LaminaTypeError",
+    "ConcretizationTypeError", "JAXTypeError", "JaxRuntimeError", "JaxprTypeError",
+    "LaminaTypeError",
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "UnboundAxisNameError", "UnexpectedTracerError",
 ]

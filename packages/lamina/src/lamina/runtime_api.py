@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import platform
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
@@ -16,13 +17,16 @@ from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array, wrap_impl
 from lamina_interpreters_pxla.sharding import Mesh
+from lamina_tracing_core.mesh import AxisType
 from lamina_linear_util import tree_util as tu
+from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_tracing_core import dtypes, trace_settings
 
 from lamina.__about__ import __version__
 
 __all__ = ["copy_to_host_async", "default_device", "default_matmul_precision", "enable_x64",
-           "live_arrays", "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
+           "explain_cache_misses", "host_count", "host_id", "host_ids", "live_arrays",
+           "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices"]
 
 T = TypeVar("T")
@@ -88,19 +92,58 @@ numpy_dtype_promotion = _trace_setting_flag("numpy_dtype_promotion")
 default_matmul_precision = _trace_setting_flag("default_matmul_precision")
 
 
+@contextmanager
+def _explain_scope(enabled: bool = True) -> Iterator[None]:
+    previous = set_explain_cache_misses(bool(enabled))
+    try:
+        yield
+    finally:
+        set_explain_cache_misses(previous)
+
+
+#: ``with lamina.explain_cache_misses(True):`` logs why each traced or lowered
+#: program missed its cache, for a block.
+explain_cache_misses: ContextFlag[bool] = ContextFlag(
+    "jax_explain_cache_misses", explain_cache_misses_enabled, _explain_scope)
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(f"jax.{old} has been renamed to jax.{new}. This alias will eventually be "
+                  f"removed; please update your code.", stacklevel=3)
+
+
+def host_id(backend: Any = None) -> int:
+    """The old name of ``process_index`` (warns, as JAX does)."""
+    _renamed("host_id", "process_index")
+    return backends.process_index(backend)
+
+
+def host_count(backend: Any = None) -> int:
+    """The old name of ``process_count`` (warns, as JAX does)."""
+    _renamed("host_count", "process_count")
+    return backends.process_count(backend)
+
+
+def host_ids(backend: Any = None) -> list[int]:
+    """The old name of ``process_indices`` (warns, as JAX does)."""
+    _renamed("host_ids", "process_indices")
+    return process_indices(backend)
+
+
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
-              axis_types: tuple[Any, ...] | None = None, *,
+              axis_types: tuple[AxisType, ...] | None = None, *,
               devices: Sequence[Any] | None = None) -> Mesh:
     """A ``Mesh`` of shape ``axis_shapes`` over the first ``prod(axis_shapes)``
-    devices (all devices by default), in device order."""
-    if axis_types is not None:
-        raise TypeError("make_mesh: axis_types is not supported: lamina meshes have no "
-                        "explicit-sharding axis types (every axis behaves as Auto)")
+    devices (all devices by default), in device order. Its axes are
+    ``Explicit`` unless ``axis_types`` says otherwise (``Mesh(...)`` itself
+    makes ``Auto`` axes)."""
     shape = tuple(int(s) for s in axis_shapes)
     names = tuple(axis_names)
     if len(shape) != len(names):
         raise ValueError(f"make_mesh: {len(shape)} axis sizes {shape} but {len(names)} names "
                          f"{names}")
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(names)
     devs = list(backends.devices() if devices is None else devices)
     size = math.prod(shape)
     if len(devs) < size:
@@ -108,7 +151,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
                          f"{shape}")
     grid = np.empty(len(devs[:size]), dtype=object)
     grid[:] = devs[:size]
-    return Mesh(grid.reshape(shape), names)
+    return Mesh(grid.reshape(shape), names, axis_types)
 
 
 def live_arrays(platform: str | None = None) -> list[Array]:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from lamina_interpreters_pxla import buffer_use
+from lamina_interpreters_pxla import backends, buffer_use
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, record_donation
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.layouts import _custom_layouts
@@ -61,6 +61,7 @@ MISS: Any = _Miss()
 _trace_state = core._state
 _x64_state = dtypes.x64_state
 _trace_settings = trace_settings.state
+_default_device = backends._default_device_state
 
 
 def at_top_level() -> bool:
@@ -74,7 +75,7 @@ class FastEntry:
 
     __slots__ = ("expected", "avals", "shardings", "committed", "n", "kept", "loaded",
                  "handlers", "out_tree", "donated_kept", "donated_mask", "name", "x64", "settings",
-                 "executable",
+                 "default_device", "executable",
                  "single_out", "aval0", "sharding0", "committed0")
 
     def __init__(self, *, avals: Sequence[ShapedArray], shardings: Sequence[Any],
@@ -99,6 +100,7 @@ class FastEntry:
         self.name = name
         self.x64 = _x64_state.enabled
         self.settings = _trace_settings.key
+        self.default_device = _default_device.device
         self.single_out = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
 
     def run(self, leaves: Sequence[Any]) -> Any:
@@ -110,7 +112,7 @@ class FastEntry:
         if _float_checks.any:
             return MISS  # the full path checks the results
         if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
-                or _custom_layouts):
+                or self.default_device is not _default_device.device or _custom_layouts):
             return self._run_checked(leaves)
         if self.n == 1:
             x = leaves[0]
@@ -138,7 +140,8 @@ class FastEntry:
     def _run_checked(self, leaves: Sequence[Any]) -> Any:
         """:meth:`run` with the full signature check (equality, host values,
         moves, layouts)."""
-        if self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key:
+        if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
+                or self.default_device is not _default_device.device):
             return MISS
         impls = self._check(leaves)
         if impls is None:

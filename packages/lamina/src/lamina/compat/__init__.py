@@ -48,6 +48,10 @@ JAX_API_VERSION_INFO = (0, 10, 2)
 #: lamina's top-level modules that are not JAX's; ``jax.<name>`` does not map to them.
 LAMINA_ONLY = frozenset({"__about__", "__main__", "api_extras", "compat", "demo", "sharded_jit"})
 
+#: ``jax.version``: made by the alias (not a lamina module: lamina's own
+#: version is ``lamina.__version__``), reporting the JAX API version.
+_VERSION_MODULE = "version"
+
 _ALIAS = "jax"
 _PREFIX = _ALIAS + "."
 
@@ -67,6 +71,8 @@ class _JaxModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(f"module {_ALIAS!r} has no attribute {name!r}")
+        if name == _VERSION_MODULE:
+            return importlib.import_module(f"{_PREFIX}{_VERSION_MODULE}")
         try:
             value = getattr(_lamina(), name)
         except AttributeError:
@@ -80,7 +86,7 @@ class _JaxModule(types.ModuleType):
 
     def __dir__(self) -> list[str]:
         names = {n for n in dir(_lamina()) if n not in LAMINA_ONLY}
-        return sorted(names | {"__version__", "__version_info__"})
+        return sorted(names | {"__version__", "__version_info__", _VERSION_MODULE})
 
 
 def _lamina() -> types.ModuleType:
@@ -118,6 +124,11 @@ class _AliasLoader(importlib.abc.Loader):
             module.__version__ = JAX_API_VERSION  # type: ignore[attr-defined]
             module.__version_info__ = JAX_API_VERSION_INFO  # type: ignore[attr-defined]
             return module
+        if spec.name == _PREFIX + _VERSION_MODULE:
+            version = types.ModuleType(spec.name, "The JAX API version lamina implements.")
+            version.__version__ = version._version = JAX_API_VERSION  # type: ignore[attr-defined]
+            version.__version_info__ = JAX_API_VERSION_INFO  # type: ignore[attr-defined]
+            return version
         target = importlib.import_module("lamina." + spec.name[len(_PREFIX):])
         self._own_specs[spec.name] = target.__spec__
         return target
@@ -141,6 +152,8 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
                   ) -> importlib.machinery.ModuleSpec | None:
         if fullname == _ALIAS:
             return importlib.machinery.ModuleSpec(_ALIAS, self._loader, is_package=True)
+        if fullname == _PREFIX + _VERSION_MODULE:
+            return importlib.machinery.ModuleSpec(fullname, self._loader)
         if not fullname.startswith(_PREFIX) or not _lamina_module_exists(fullname[len(_PREFIX):]):
             return None
         target_name = "lamina." + fullname[len(_PREFIX):]

@@ -168,7 +168,9 @@ def sparse_plus(x: ArrayLike) -> Array:
 
 def gelu(x: ArrayLike, approximate: bool = True) -> Array:
     """The Gaussian error linear unit; ``approximate=True`` (the default, as
-    JAX) uses the tanh approximation, else the exact erf form."""
+    JAX) uses the tanh approximation, else the exact form
+    ``x * erfc(-x / sqrt(2)) / 2`` (erfc keeps the far negative tail, which
+    ``1 + erf`` rounds to zero)."""
     a = _inexact("gelu", x)
     dtype = get_aval(a).dtype
     if approximate:
@@ -177,8 +179,8 @@ def gelu(x: ArrayLike, approximate: bool = True) -> Array:
         return jnp.multiply(a, jnp.multiply(0.5, jnp.add(1.0, jnp.tanh(inner))))
     if dtypes.is_complex(dtype):
         raise TypeError("lamina.nn.gelu: approximate=False does not support complex inputs")
-    erf = lax.erf(jnp.divide(a, np.asarray(math.sqrt(2), dtype)))
-    return jnp.divide(jnp.multiply(a, jnp.add(erf, 1)), 2)
+    sqrt_half = np.asarray(math.sqrt(0.5), dtype)
+    return jnp.multiply(jnp.multiply(0.5, a), lax.erfc(jnp.multiply(jnp.negative(a), sqrt_half)))
 
 
 def glu(x: ArrayLike, axis: int = -1) -> Array:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.numpy import _util
@@ -16,7 +17,12 @@ from lamina_tracing_core.numpy._util import Array, ArrayLike
 
 def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
     """The polynomial with coefficients ``p`` (highest degree first) at ``x``,
-    by Horner's rule."""
+    by Horner's rule; eagerly one compiled program, as JAX's."""
+    return _polyval_compiled(p, x, int(unroll))
+
+
+def _polyval(p: ArrayLike, x: ArrayLike, unroll: int) -> Array:
+    del unroll  # the loop is unrolled fully while tracing
     coeffs, xs = _util.promote_dtypes("polyval", p, x)
     if _util.ndim_of(coeffs) != 1:
         raise ValueError("lamina.numpy.polyval: p must be 1-D")
@@ -26,6 +32,9 @@ def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
         c = lax.index_in_dim(coeffs, i, keepdims=False)
         out = lax.add(lax.mul(out, xs), c)
     return out
+
+
+_polyval_compiled = tc_api.compiled_when_eager(_polyval, static_argnums=(2,))
 
 
 def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:

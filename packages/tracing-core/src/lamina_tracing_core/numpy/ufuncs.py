@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.lax import common as lax_common
@@ -329,7 +330,12 @@ def float_power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 
 
 def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-    """``sqrt(x1**2 + x2**2)`` without overflow or underflow."""
+    """``sqrt(x1**2 + x2**2)`` without overflow or underflow; eagerly one
+    compiled program, as JAX's (its last bits are XLA's fused arithmetic)."""
+    return _hypot_compiled(x1, x2)
+
+
+def _hypot(x1: ArrayLike, x2: ArrayLike) -> Array:
     a, b = _util.promote_args_inexact("hypot", x1, x2)
     _util.check_no_complex("hypot", a)
     a, b = lax.abs(a), lax.abs(b)
@@ -340,6 +346,9 @@ def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     ratio = lax.div(small, safe_big)
     out = _select(zero, big, lax.mul(big, lax.sqrt(lax.add(_const(ratio, 1), lax.square(ratio)))))
     return _select(has_inf, lax.full_like(out, np.inf), out)
+
+
+_hypot_compiled = tc_api.compiled_when_eager(_hypot)
 
 
 def _logaddexp_value(a: Any, b: Any) -> Any:

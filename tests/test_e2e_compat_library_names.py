@@ -1,0 +1,59 @@
+"""Names libraries import through the alias that are not lamina modules of the
+same name, in a fresh process: ``jax.version`` (JAX's API version, as flax
+compares it), ``jax.experimental.multihost_utils`` and
+``jax.experimental.layout`` (flax imports them), ``jax.errors.JaxRuntimeError``
+(equinox catches it) and the config flags libraries set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SCRIPT = """
+    import json
+    import lamina.compat
+    lamina.compat.install()
+
+    import jax
+    import jax.numpy as jnp
+    import jax.version
+    from jax.experimental.layout import Format, Layout
+    from jax.experimental.multihost_utils import sync_global_devices
+    import lamina
+
+    out = {
+        "version": jax.version.__version__,
+        "version_info": list(jax.version.__version_info__),
+        "in_dir": "version" in dir(jax),
+        "layout": Format.__name__ + Layout.__name__,
+        "sync": sync_global_devices is lamina.multihost_utils.sync_global_devices,
+    }
+    try:
+        jax.jit(lambda x: x)(jnp.ones(3)).block_until_ready()
+        raise jax.errors.JaxRuntimeError("raised by the test")
+    except jax.errors.JaxRuntimeError as e:
+        out["runtime_error"] = isinstance(e, RuntimeError)
+    jax.config.update("jax_numpy_rank_promotion", "raise")
+    try:
+        jnp.ones(3) + jnp.ones((2, 3))
+    except ValueError as e:
+        out["rank"] = "jax_numpy_rank_promotion='raise'" in str(e)
+    print(json.dumps(out))
+"""
+
+
+def test_library_names_through_the_alias(tmp_path: Path) -> None:
+    script = tmp_path / "names.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=180, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"version": "0.10.2", "version_info": [0, 10, 2], "in_dir": True,
+                   "layout": "FormatLayout", "sync": True, "runtime_error": True, "rank": True}
