@@ -30,6 +30,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ShapeDtypeStruct": ("lamina_sharded_jit.api", "ShapeDtypeStruct"),
     "typeof": ("lamina_tracing_core.avals", "get_aval"),  # JAX's name for value -> aval
     "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
+    "ensure_compile_time_eval": ("lamina_tracing_core.core", "eval_context"),
     "remat": ("lamina_tracing_core.checkpoint", "remat"),
     "checkpoint_policies": ("lamina_tracing_core.checkpoint", "checkpoint_policies"),
     "custom_jvp": ("lamina_tracing_core.custom_derivatives", "custom_jvp"),

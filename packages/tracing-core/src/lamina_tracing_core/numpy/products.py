@@ -72,6 +72,13 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     nx, ny = _util.ndim_of(x), _util.ndim_of(y)
     if nx == 0 or ny == 0:
         raise ValueError("lamina.numpy.matmul: operands must not be scalars (use multiply or *)")
+    if nx <= 2 and ny <= 2:
+        # no batch axes: one dot_general contracts a vector's only axis
+        # directly, as JAX's does (no expand_dims/squeeze around it)
+        y_axis = 0 if ny == 1 else ny - 2
+        _check_contract("matmul", _util.shape_of(x), nx - 1, _util.shape_of(y), y_axis, (a, b))
+        return dot_general(x, y, ((nx - 1,), (y_axis,)), ((), ()), precision,
+                           preferred_element_type)
     if nx == 1:
         x = lax.expand_dims(x, (0,))
     if ny == 1:
