@@ -125,6 +125,20 @@ def test_print_inside_pmap_prints_once_per_device(capfd, devices8) -> None:
         lx.pmap(lambda x: (lx.debug.print("{}", x, ordered=True), x)[1])(jnp.arange(8.0))
 
 
+
+def test_print_and_pure_callback_inside_shard_map_run_per_block(capfd, devices8) -> None:
+    mesh = lx.make_mesh((8,), ("i",))
+
+    def body(x):
+        lx.debug.print("block {}", x)
+        y = lx.pure_callback(lambda a: a + 1, lx.ShapeDtypeStruct(x.shape, x.dtype), x)
+        return lx.lax.psum(y, "i")
+
+    f = lx.jit(lx.shard_map(body, mesh=mesh, in_specs=lx.P("i"), out_specs=lx.P()))
+    np.testing.assert_allclose(np.asarray(f(jnp.arange(8.0))), [36.0])
+    assert sorted(_lines(capfd)) == sorted(f"block [{i}.]" for i in range(8))
+
+
 # --- callbacks -------------------------------------------------------------------------------
 def test_pure_callback_jit_eager_and_vmap_methods() -> None:
     calls: list[tuple[int, ...]] = []
