@@ -88,7 +88,7 @@ def checks(out_dir: str) -> None:
     results: dict[str, Any] = {}
     for name, check in (("pmap", _check_pmap), ("matmul", _check_matmul),
                         ("grad_step", _check_grad_step), ("arrays", _check_arrays),
-                        ("sharded_jit", _check_sharded_jit)):
+                        ("sharded_jit", _check_sharded_jit), ("shard_map", _check_shard_map)):
         try:
             _timed(results, name, lambda check=check: check(lx, pid, results))
         except Exception:  # recorded for the test; every process fails alike
@@ -204,6 +204,28 @@ def _check_sharded_jit(lx: Any, pid: int, results: dict[str, Any]) -> None:
     doubled, column_sums = f(local)
     results["sharded_jit/doubled"] = np.asarray(doubled)
     results["sharded_jit/column_sums"] = np.asarray(column_sums)
+
+
+def _check_shard_map(lx: Any, pid: int, results: dict[str, Any]) -> None:
+    """shard_map and explicit sharding over the global 2x4 mesh of both processes."""
+    from lamina import multihost_utils
+    from lamina.sharding import NamedSharding, PartitionSpec as P
+
+    mesh = lx.make_mesh((2, 4), ("x", "y"))  # Explicit axes
+    a, b = matmul_inputs()
+    with lx.set_mesh(mesh):
+        ga = lx.make_array_from_callback(a.shape, NamedSharding(mesh, P("x", None)),
+                                         lambda index: a[index])
+        gb = lx.make_array_from_callback(b.shape, NamedSharding(mesh, P(None, "y")),
+                                         lambda index: b[index])
+        assert str(lx.typeof(ga)) == "float32[16@x,8]", lx.typeof(ga)
+        product = lx.jit(lambda x, y: x @ y)(ga, gb)
+        assert str(lx.typeof(product)) == "float32[16@x,12@y]", lx.typeof(product)
+        results["shard_map/product"] = multihost_utils.process_allgather(product, tiled=True)
+        summed = lx.jit(lx.shard_map(lambda blk: lx.lax.psum(blk, "x") + lx.lax.axis_index("y"),
+                                     in_specs=P("x", "y"), out_specs=P(None, "y")))(product)
+        assert str(lx.typeof(summed)) == "float32[8,12@y]", lx.typeof(summed)
+        results["shard_map/psum"] = multihost_utils.process_allgather(summed, tiled=True)
 
 
 def exit_early(out_dir: str) -> None:

@@ -11,10 +11,11 @@ import pytest
 
 pytestmark = pytest.mark.multiprocess
 
-FINAL = re.compile(r"final accuracy ([0-9.]+)% \(pmap loss ([0-9.]+), jit loss ([0-9.]+)\)")
+FINAL = re.compile(r"final accuracy ([0-9.]+)% \(pmap loss ([0-9.]+), jit loss ([0-9.]+), "
+                   r"shard_map loss ([0-9.]+)\)")
 
 
-def _final(output: str) -> tuple[str, str, str]:
+def _final(output: str) -> tuple[str, str, str, str]:
     found = FINAL.findall(output)
     assert found, output[-4000:]
     return found[-1]

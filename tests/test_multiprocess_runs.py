@@ -75,6 +75,17 @@ def test_jit_matmul_over_a_global_mesh(results: dict[int, dict[str, np.ndarray]]
                                    rtol=1e-5, atol=1e-5)
 
 
+def test_shard_map_and_explicit_sharding_over_a_global_mesh(
+        results: dict[int, dict[str, np.ndarray]]) -> None:
+    _errors(results, "shard_map")
+    a, b = worker.matmul_inputs()
+    product = a.astype(np.float64) @ b
+    summed = product.reshape(2, 8, 12).sum(0) + np.repeat(np.arange(4), 3)
+    for values in results.values():
+        np.testing.assert_allclose(values["shard_map/product"], product, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(values["shard_map/psum"], summed, rtol=1e-5, atol=1e-4)
+
+
 def _reference_step(params: dict[str, dict[str, np.ndarray]], x: np.ndarray, y: np.ndarray,
                     lr: float) -> tuple[float, dict[str, dict[str, np.ndarray]]]:
     """The demo's loss and SGD step, by hand in float64."""

@@ -55,7 +55,7 @@ def lu_solve(a, b):
 
 
 def test_values_jit_vmap():
-    close(cg_solve(SPD, B), np.linalg.solve(SPD, B))
+    close(lamina.jit(cg_solve)(SPD, B), np.linalg.solve(SPD, B))
     close(lamina.jit(lu_solve)(A, B), np.linalg.solve(A, B))
     bs = np.stack([B, 2 * B])
     close(lamina.vmap(cg_solve, (None, 0))(SPD, bs), np.linalg.solve(SPD, bs.T).T)

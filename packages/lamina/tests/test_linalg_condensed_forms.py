@@ -200,3 +200,32 @@ def test_bad_input_errors_name_the_traced_arguments():
     # singular / not positive definite: NaNs (or infs), never an exception, as JAX
     assert not np.isfinite(np.asarray(lamina.numpy.linalg.inv(np.zeros((2, 2), np.float32)))).all()
     assert np.isnan(np.asarray(L.cholesky(-np.eye(2, dtype=np.float32)))).any()
+
+
+@pytest.mark.parametrize("shape,dtype", [((6, 3), np.float32), ((4, 4), np.complex64)])
+def test_qdwh_is_the_polar_decomposition(shape, dtype):
+    x = RNG.standard_normal(shape).astype(dtype)
+    if dtype == np.complex64:
+        x = (x + 1j * RNG.standard_normal(shape)).astype(dtype)
+    u, h, steps, converged = lamina.jit(L.qdwh)(x)
+    u_ref, h_ref = sl.polar(x)
+    close(u, u_ref, atol=1e-5)
+    close(h, h_ref, atol=1e-5)
+    assert bool(converged) and 0 < int(steps) < 10
+    with pytest.raises(ValueError, match="qdwh: argument 'x' must be a matrix with at least"):
+        L.qdwh(x.T[:2])
+
+
+@pytest.mark.parametrize("shape,full", [((5, 3), True), ((2, 3, 4), False)])
+def test_svd_through_the_polar_decomposition(shape, full):
+    # what svd lowers to on tpu, run here on CPU
+    x = RNG.standard_normal(shape).astype(np.float32)
+    s, u, vt = (np.asarray(v) for v in lamina.jit(
+        lambda a: lowering_rules._svd_by_polar(a, full, True))(x))
+    close(s, np.linalg.svd(x, compute_uv=False))
+    k = s.shape[-1]
+    close((u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :], x, atol=1e-5)
+    gram = np.swapaxes(u, -1, -2) @ u
+    close(gram, np.broadcast_to(np.eye(u.shape[-1]), gram.shape), atol=1e-5)
+    _, calls = _custom_calls(lambda a: L.svd(a, full_matrices=full), x, platform="tpu")
+    assert {"Qr", "ProductOfElementaryHouseholderReflectors", "Eigh"} == set(calls)

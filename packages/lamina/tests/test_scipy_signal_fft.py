@@ -1,5 +1,5 @@
-"""lamina.scipy.signal, fft (DCT), integrate, cluster.vq and
-ndimage.map_coordinates against SciPy."""
+"""lamina.scipy.signal, fft (DCT), integrate, cluster.vq,
+ndimage.map_coordinates and interpolate.RegularGridInterpolator against SciPy."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.cluster.vq as svq
 import scipy.fft as sf
+import scipy.interpolate as si
 import scipy.ndimage as sn
 import scipy.signal as ss
 
@@ -107,3 +108,18 @@ def test_map_coordinates_matches_scipy():
     np.testing.assert_allclose(float(grad), x[2, 2] - x[1, 2], rtol=1e-5)
     with pytest.raises(ValueError, match="map_coordinates: coordinates must give one array"):
         lsc.ndimage.map_coordinates(x, inside[:1], 1)
+
+
+@pytest.mark.parametrize("method", ["linear", "nearest"])
+def test_regular_grid_interpolator_matches_scipy(method):
+    px, py = np.sort(_RNG.uniform(0, 3, 5)), np.linspace(-1, 1, 4)
+    values = _RNG.standard_normal((5, 4, 2)).astype(np.float32)
+    xi = np.stack([_RNG.uniform(-0.5, 3.5, 9), _RNG.uniform(-1.2, 1.2, 9)], -1).astype(np.float32)
+    for fill in (np.nan, None):
+        ours = lsc.interpolate.RegularGridInterpolator(
+            (px.astype(np.float32), py.astype(np.float32)), values, method, fill_value=fill)
+        theirs = si.RegularGridInterpolator((px, py), values, method, bounds_error=False,
+                                            fill_value=fill)
+        np.testing.assert_allclose(np.asarray(ours(xi)), theirs(xi), atol=1e-5, equal_nan=True)
+    with pytest.raises(ValueError, match="points\\[1\\] must be 1-D with 4 entries"):
+        lsc.interpolate.RegularGridInterpolator((px, py[:3]), values)

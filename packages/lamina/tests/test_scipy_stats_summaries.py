@@ -59,3 +59,30 @@ def test_mode_rankdata_sem_match_scipy():
         ls.rankdata(d, "mean")
     batched = lamina.vmap(lambda row: ls.rankdata(row))(d)
     np.testing.assert_array_equal(np.asarray(batched), ss.rankdata(d, axis=1))
+
+
+def test_gaussian_kde_matches_scipy_and_jax():
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((2, 30)).astype(np.float32)
+    weights = rng.uniform(0.5, 1, 30).astype(np.float32)
+    points = rng.standard_normal((2, 5)).astype(np.float32)
+    for bw, w in ((None, None), ("silverman", weights), (0.3, None)):
+        ours, theirs = ls.gaussian_kde(data, bw, w), ss.gaussian_kde(data, bw, w)
+        np.testing.assert_allclose(np.asarray(ours(points)), theirs(points), rtol=1e-4)
+        np.testing.assert_allclose(np.asarray(ours.logpdf(points)), theirs.logpdf(points),
+                                   rtol=1e-4)
+        np.testing.assert_allclose(np.asarray(ours.integrate_gaussian([0.1, 0.2], np.eye(2))),
+                                   theirs.integrate_gaussian([0.1, 0.2], np.eye(2)), rtol=1e-4)
+    one, one_scipy = ls.gaussian_kde(data[0]), ss.gaussian_kde(data[0])
+    np.testing.assert_allclose(float(one.integrate_box_1d(-0.5, 1.0)),
+                               one_scipy.integrate_box_1d(-0.5, 1.0), rtol=1e-4)
+    np.testing.assert_allclose(float(one.integrate_kde(ls.gaussian_kde(data[1]))),
+                               one_scipy.integrate_kde(ss.gaussian_kde(data[1])), rtol=1e-4)
+    # JAX 0.10.2 (peer environment): gaussian_kde(data[0]).resample(PRNGKey(0), (4,)).
+    np.testing.assert_allclose(
+        np.asarray(one.resample(lamina.random.PRNGKey(0), (4,))),
+        [[-1.8804720640182495, -1.372867226600647, -0.38507068157196045, 1.728407859802246]],
+        rtol=1e-5)
+    assert lamina.jit(lambda kde, p: kde.evaluate(p))(ls.gaussian_kde(data), points).shape == (5,)
+    with pytest.raises(ValueError, match="gaussian_kde: argument weights should be one-dim"):
+        ls.gaussian_kde(data, weights=weights[:3])

@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 
 AREA_MODULES = (".pytrees", ".tracing", ".lowering", ".dispatch", ".steps", ".imports",
-                ".retention", ".callbacks", ".warm_start", ".kernels", ".scipy_random")
+                ".retention", ".callbacks", ".warm_start", ".kernels", ".scipy_random",
+                ".shard_map")
 
 
 def load_all() -> None:

@@ -35,6 +35,7 @@ from lamina_interpreters_pxla.donation import donor_of as donor_of
 from lamina_interpreters_pxla.donation import record_donation as record_donation
 from lamina_interpreters_pxla.layouts import Format, Layout
 from lamina_interpreters_pxla.sharding import (
+    type_sharding_of,
     Index,
     SingleDeviceSharding,
     indices_to_shard_ids,
@@ -44,6 +45,7 @@ from lamina_tracing_core import avals as _avals
 from lamina_tracing_core.array_methods import ArrayMethods
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.core import Tracer
+from lamina_tracing_core.mesh import explicit_meshes_made
 from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
 
 
@@ -420,6 +422,11 @@ def is_array_impl(x: object) -> bool:
 
 def _aval_of_array(x: Array) -> ShapedArray:
     aval: ShapedArray = x._arr.aval
+    if explicit_meshes_made[0]:
+        # Laid out over a mesh's Explicit axes: the sharding is in the type.
+        sharding = type_sharding_of(x._arr._sharding, aval.ndim)
+        if sharding is not None:
+            return aval.update(sharding=sharding)
     return aval
 
 

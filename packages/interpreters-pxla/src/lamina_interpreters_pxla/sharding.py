@@ -37,6 +37,14 @@ from lamina_interpreters_pxla._jaxlib import (
     xc,
 )
 from lamina_mlir_lowering.sharding import MeshShape, ShardingSpec
+from lamina_tracing_core.mesh import (
+    AbstractMesh,
+    AxisType,
+    TypeSharding,
+    pop_abstract_mesh,
+    push_abstract_mesh,
+    type_sharding,
+)
 
 Index: TypeAlias = tuple[slice | int, ...]
 Shape: TypeAlias = tuple[int, ...]
@@ -139,7 +147,8 @@ class Mesh:
     """
 
     def __init__(self, devices: np.ndarray[Any, Any] | Sequence[Any],
-                 axis_names: str | Sequence[str]):
+                 axis_names: str | Sequence[str],
+                 axis_types: AxisType | Sequence[AxisType] | None = None):
         arr = np.array(devices, dtype=object) if not isinstance(devices, np.ndarray) \
             else devices
         names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
@@ -159,9 +168,14 @@ class Mesh:
         self.devices.flags.writeable = False
         self.axis_names: tuple[str, ...] = names
         self._flat_devices = flat
+        #: The mesh without its devices (axis names, sizes and types).
+        self.abstract_mesh = AbstractMesh(arr.shape, names, axis_types)
+        self.axis_types: tuple[AxisType, ...] = self.abstract_mesh.axis_types
         self._key = (tuple(d.id for d in flat), tuple(id(d.client) for d in flat[:1]),
-                     names, arr.shape)
+                     names, arr.shape, self.axis_types)
         self._hash = hash(self._key)
+        if self.abstract_mesh.explicit_axes:
+            _explicit_meshes[self.abstract_mesh] = self
 
     # shape and devices
     @property
@@ -197,10 +211,12 @@ class Mesh:
     # context manager
     def __enter__(self) -> Mesh:
         _mesh_stack.stack.append(self)
+        push_abstract_mesh(self.abstract_mesh)
         return self
 
     def __exit__(self, *exc: object) -> None:
         popped = _mesh_stack.stack.pop()
+        pop_abstract_mesh()
         assert popped is self, "Mesh contexts exited out of order"
 
     # value semantics
@@ -215,15 +231,87 @@ class Mesh:
 
     def __repr__(self) -> str:
         axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+        if any(t is not AxisType.Auto for t in self.axis_types):
+            types = ", ".join(t.name for t in self.axis_types)
+            comma = "," if len(self.axis_types) == 1 else ""
+            return f"Mesh({axes}, axis_types=({types}{comma}))"
         return f"Mesh({axes})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Mesh, (self.devices, self.axis_names))
+        return (Mesh, (self.devices, self.axis_names, self.axis_types))
+
+    @property
+    def explicit_axes(self) -> tuple[str, ...]:
+        return self.abstract_mesh.explicit_axes
+
+    @property
+    def auto_axes(self) -> tuple[str, ...]:
+        return self.abstract_mesh.auto_axes
+
+    @property
+    def manual_axes(self) -> tuple[str, ...]:
+        return self.abstract_mesh.manual_axes
+
+
+#: The latest concrete mesh of each abstract mesh with Explicit axes: where a
+#: result whose type is sharded over that abstract mesh is laid out.
+_explicit_meshes: weakref.WeakValueDictionary[AbstractMesh, Mesh] = \
+    weakref.WeakValueDictionary()
 
 
 def get_current_mesh() -> Mesh | None:
-    """The innermost ``with mesh:`` of this thread, or None."""
+    """The innermost ``with mesh:`` / ``set_mesh`` of this thread, or None."""
     return _mesh_stack.stack[-1] if _mesh_stack.stack else None
+
+
+def concrete_mesh(abstract: AbstractMesh) -> Mesh | None:
+    """The concrete mesh a type sharded over ``abstract`` lives on: the current
+    ``set_mesh`` one if it matches, else the latest mesh made with that shape."""
+    current = get_current_mesh()
+    if current is not None and current.abstract_mesh == abstract:
+        return current
+    return _explicit_meshes.get(abstract)
+
+
+class set_mesh:  # noqa: N801  (JAX's name: a function-like context manager)
+    """Makes ``mesh`` the current mesh: bare ``PartitionSpec``s resolve against
+    it, ``shard_map`` and ``reshard`` use it, and tracing sees its abstract mesh
+    (its Explicit axes put shardings in types). Takes effect at once (a
+    statement sets it for the thread); as a context manager, it is undone at
+    the end of the block."""
+
+    def __init__(self, mesh: Mesh):
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"set_mesh: expected a Mesh, got {mesh!r}")
+        self.mesh = mesh
+        _mesh_stack.stack.append(mesh)
+        push_abstract_mesh(mesh.abstract_mesh)
+
+    def __enter__(self) -> Mesh:
+        return self.mesh
+
+    def __exit__(self, *exc: object) -> None:
+        popped = _mesh_stack.stack.pop()
+        pop_abstract_mesh()
+        assert popped is self.mesh, "set_mesh blocks exited out of order"
+
+
+def get_mesh() -> Mesh | None:
+    """The current concrete mesh (``set_mesh``), or None."""
+    return get_current_mesh()
+
+
+def type_sharding_of(sharding: Any, ndim: int) -> TypeSharding | None:
+    """The sharding a value laid out by ``sharding`` has in its type: the
+    Explicit axes of a NamedSharding's mesh (None for any other)."""
+    if type(sharding) is not NamedSharding or not sharding.mesh.abstract_mesh.explicit_axes:
+        return None
+    cache = sharding._type_shardings
+    if ndim not in cache:
+        cache[ndim] = type_sharding(sharding.mesh.abstract_mesh,
+                                    sharding.spec._normalized_dims(), ndim)
+    result: TypeSharding | None = cache[ndim]
+    return result
 
 
 def _is_addressable(device: Device) -> bool:
@@ -657,6 +745,7 @@ class NamedSharding(_HloBackedSharding):
         self.mesh = mesh
         self.spec = spec
         self._min_rank = len(spec)
+        self._type_shardings: dict[int, TypeSharding | None] = {}
         super().__init__(mesh._internal_device_list, self._to_xla_hlo_sharding(len(spec)),
                          memory_kind)
         self._hash = hash((mesh, spec, self._memory_kind))

@@ -82,6 +82,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "jit": ("lamina_sharded_jit", "jit"),
     "eval_shape": ("lamina_sharded_jit", "eval_shape"),
     "disable_jit": ("lamina_sharded_jit", "disable_jit"),
+    "shard_map": ("lamina_sharded_jit.shard_map", "shard_map"),
+    "set_mesh": ("lamina_interpreters_pxla.sharding", "set_mesh"),
     # submodules
     "numpy": ("lamina.numpy", None),
     "lax": ("lamina.lax", None),

@@ -15,6 +15,7 @@ explain_cache_misses      LAMINA_EXPLAIN_CACHE_MISSES       linear-util cache
 pmap_chunked_shards       LAMINA_PMAP_CHUNKED_SHARDS        runtime pmap
 validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
+use_shardy_partitioner    LAMINA_USE_SHARDY_PARTITIONER     sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
 compilation_cache_dir     LAMINA_COMPILATION_CACHE_DIR      runtime persistent_cache
@@ -106,6 +107,7 @@ _SETTINGS: dict[str, _Setting] = {
     "pmap_chunked_shards": _runtime("pmap_chunked_shards"),
     "validate_debug_info": _core_flag("validate_debug_info"),
     "disable_jit": _jit_flag("disable_jit"),
+    "use_shardy_partitioner": _jit_flag("use_shardy_partitioner"),
     "persistent_trace_cache": _jit_flag("persistent_trace_cache"),
     "persistent_trace_cache_verify": _jit_flag("persistent_trace_cache_verify"),
     "include_full_tracebacks_in_locations": _Setting(
@@ -126,7 +128,7 @@ _SETTINGS.update({name: _Setting(functools.partial(cache_config.read, name),
 _ALIASES = {
     "jax_enable_x64": "enable_x64", "jax_platforms": "platforms", "jax_platform_name": "platforms",
     "jax_num_cpu_devices": "num_cpu_devices", "jax_explain_cache_misses": "explain_cache_misses",
-    "jax_disable_jit": "disable_jit",
+    "jax_disable_jit": "disable_jit", "jax_use_shardy_partitioner": "use_shardy_partitioner",
     "jax_include_full_tracebacks_in_locations": "include_full_tracebacks_in_locations",
     **{f"jax_{name}": name for name in cache_config.names()},
     "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",

@@ -1,10 +1,14 @@
-"""lamina's demo: one model, trained data-parallel two ways, with names everywhere.
+"""lamina's demo: one model, trained in parallel three ways, with names everywhere.
 
 Run with ``hatch run demo`` (``python -m lamina.demo``). It trains a small MLP
 classifier on a generated 3-class spiral data set over 8 CPU devices:
 
 1. with ``pmap`` + ``pmean`` (one replica per device),
 2. with ``jit`` over a ``NamedSharding`` mesh (XLA's SPMD partitioner),
+3. data-parallel and tensor-parallel at once, written per device with
+   ``shard_map`` over a 2-D ``('data', 'model')`` mesh: the first layer's
+   columns and the second layer's rows are split over ``'model'`` (a ``psum``
+   joins them), the batch over ``'data'``,
 
 printing a line per epoch and a terminal loss curve for each, then shows the
 lowered train step's StableHLO signature: every argument carries its name
@@ -47,6 +51,7 @@ from lamina import lax, nn, random, tree_util  # noqa: E402
 from lamina.__about__ import __version__  # noqa: E402
 from lamina.distributed import demo_runner  # noqa: E402
 from lamina.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
+from lamina_sharded_jit.shard_map import shard_map  # noqa: E402
 
 Params = dict[str, dict[str, Any]]
 NUM_CLASSES = 3
@@ -130,6 +135,44 @@ def make_sharded_step(mesh: Mesh) -> Callable[..., Any]:
     return jitted
 
 
+# --- data + tensor parallel, per device with shard_map --------------------------------
+#: How each parameter is split over the 2-D mesh: Megatron-style, the first
+#: layer by columns and the second by rows over 'model'; the last replicated.
+TP_SPECS = {
+    "dense1": {"w": PartitionSpec(None, "model"), "b": PartitionSpec("model")},
+    "dense2": {"w": PartitionSpec("model", None), "b": PartitionSpec()},
+    "dense3": {"w": PartitionSpec(), "b": PartitionSpec()},
+}
+
+
+def tp_loss(params: Params, x: Any, y: Any) -> Any:
+    """The loss on one device's blocks: its rows of the batch, its columns of
+    the first layer and rows of the second."""
+    hidden = nn.relu(x @ params["dense1"]["w"] + params["dense1"]["b"])
+    partial = hidden @ params["dense2"]["w"]
+    hidden = nn.relu(lax.psum(partial, "model") + params["dense2"]["b"])
+    logits = hidden @ params["dense3"]["w"] + params["dense3"]["b"]
+    local = -jnp.mean(jnp.sum(nn.one_hot(y, NUM_CLASSES) * nn.log_softmax(logits), axis=-1))
+    return lax.pmean(local, "data")
+
+
+def make_tp_step(mesh: Mesh) -> Callable[..., Any]:
+    by_batch = PartitionSpec("data")
+    loss = shard_map(tp_loss, mesh=mesh, in_specs=(TP_SPECS, by_batch, by_batch),
+                     out_specs=PartitionSpec())
+    shardings = tree_util.tree_map(lambda spec: NamedSharding(mesh, spec), TP_SPECS,
+                                   is_leaf=lambda s: isinstance(s, PartitionSpec))
+    batch_sharding = NamedSharding(mesh, by_batch)
+
+    def tp_train_step(params: Params, x: Any, y: Any) -> tuple[Params, Any]:
+        value, grads = value_and_grad(loss)(params, x, y)
+        return sgd(params, grads, LEARNING_RATE), value
+    jitted: Callable[..., Any] = jit(
+        tp_train_step, in_shardings=(shardings, batch_sharding, batch_sharding),
+        out_shardings=(shardings, NamedSharding(mesh, PartitionSpec())))
+    return jitted
+
+
 # --- training loops -------------------------------------------------------------------
 def batches(x: np.ndarray, y: np.ndarray, batch: int, epoch: int):  # type: ignore[no-untyped-def]
     order = np.random.default_rng(epoch).permutation(len(y))
@@ -190,10 +233,16 @@ def describe_lowering(step: Any, params: Params, x: np.ndarray, y: np.ndarray) -
             lines.append(f"  {name.group(1) if name else '?':28s} "
                          f"{arg_type.group(0) if arg_type else '':20s} "
                          f"{sharding.group(1) if sharding else ''}")
-    located = re.search(r'loc\("[^"]*demo\.py":(\d+):\d+[^)]*\)', lowered.as_text(
-        debug_info=True))
+    debug_text = lowered.as_text(debug_info=True)
+    located = re.search(r'loc\("[^"]*demo\.py":(\d+):\d+[^)]*\)', debug_text)
     if located:
         lines.append(f"  source locations survive: ops point at demo.py line {located.group(1)}")
+    manual = re.search(r'manual_axes=\{[^}]*\}', text)
+    if manual:
+        stacks = sorted(set(re.findall(r'loc\("([^"]*shard_map\(\w+\)/psum)"', debug_text)))
+        lines.append(f"  per-device bodies: sdy.manual_computation {manual.group(0)}; their "
+                     f"collectives are named")
+        lines += [f"    {stack}" for stack in stacks]
     return "\n".join(lines)
 
 
@@ -238,9 +287,18 @@ def main(argv: Sequence[str] | None = None) -> float:
     final, jit_losses = train("jit over a NamedSharding mesh", sharded_step, params, (x, y),
                               epochs, batch, lambda a: a, lambda p: p)
     print(describe_lowering(sharded_step, final, x[:batch], y[:batch]))
+
+    # shard_map: the batch over 'data', the hidden layers over 'model'.
+    grid = np.array(all_devices).reshape(n // 2, 2)
+    tp_mesh = Mesh(grid, ("data", "model"))
+    tp_step = make_tp_step(tp_mesh)
+    tp_final, tp_losses = train(
+        f"data + tensor parallel: shard_map over a {n // 2}x2 ('data', 'model') mesh",
+        tp_step, params, (x, y), epochs, batch, lambda a: a, lambda p: p)
+    print(describe_lowering(tp_step, tp_final, x[:batch], y[:batch]))
     acc = accuracy(final, x, y)
     print(f"\nfinal accuracy {acc:.1%} (pmap loss {pmap_losses[-1]:.4f}, "
-          f"jit loss {jit_losses[-1]:.4f})")
+          f"jit loss {jit_losses[-1]:.4f}, shard_map loss {tp_losses[-1]:.4f})")
     return acc
 
 

@@ -17,6 +17,7 @@ from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array, wrap_impl
 from lamina_interpreters_pxla.sharding import Mesh
+from lamina_tracing_core.mesh import AxisType
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_tracing_core import dtypes, trace_settings
@@ -130,18 +131,19 @@ def host_ids(backend: Any = None) -> list[int]:
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
-              axis_types: tuple[Any, ...] | None = None, *,
+              axis_types: tuple[AxisType, ...] | None = None, *,
               devices: Sequence[Any] | None = None) -> Mesh:
     """A ``Mesh`` of shape ``axis_shapes`` over the first ``prod(axis_shapes)``
-    devices (all devices by default), in device order."""
-    if axis_types is not None:
-        raise TypeError("make_mesh: axis_types is not supported: lamina meshes have no "
-                        "explicit-sharding axis types (every axis behaves as Auto)")
+    devices (all devices by default), in device order. Its axes are
+    ``Explicit`` unless ``axis_types`` says otherwise (``Mesh(...)`` itself
+    makes ``Auto`` axes)."""
     shape = tuple(int(s) for s in axis_shapes)
     names = tuple(axis_names)
     if len(shape) != len(names):
         raise ValueError(f"make_mesh: {len(shape)} axis sizes {shape} but {len(names)} names "
                          f"{names}")
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(names)
     devs = list(backends.devices() if devices is None else devices)
     size = math.prod(shape)
     if len(devs) < size:
@@ -149,7 +151,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
                          f"{shape}")
     grid = np.empty(len(devs[:size]), dtype=object)
     grid[:] = devs[:size]
-    return Mesh(grid.reshape(shape), names)
+    return Mesh(grid.reshape(shape), names, axis_types)
 
 
 def live_arrays(platform: str | None = None) -> list[Array]:

@@ -141,10 +141,27 @@ class ShardingAxisContext:
         return self.mesh.axis_sizes[self._position(name)]
 
     def groups(self, names: Hashable | Sequence[Hashable]) -> tuple[tuple[int, ...], ...]:
-        return axis_groups(self.mesh.axis_sizes, [self._position(n) for n in _as_names(names)])
+        """Groups of partition ids: mesh positions mapped through the mesh's
+        ``device_ids`` (positions in the program's device assignment)."""
+        groups = axis_groups(self.mesh.axis_sizes, [self._position(n) for n in _as_names(names)])
+        ids = self.mesh.device_ids
+        if ids is None or self.mesh.is_iota():
+            return groups
+        return tuple(tuple(ids[i] for i in g) for g in groups)
 
     def axis_index_divisor(self, name: Hashable) -> int:
         return math.prod(self.mesh.axis_sizes[self._position(name) + 1:])
+
+    def mesh_positions(self) -> tuple[int, ...] | None:
+        """For each partition id, its row-major position in the mesh; None
+        when they are the same (the mesh is in device-assignment order)."""
+        ids = self.mesh.device_ids
+        if ids is None or self.mesh.is_iota():
+            return None
+        positions = [0] * len(ids)
+        for pos, pid in enumerate(ids):
+            positions[pid] = pos
+        return tuple(positions)
 
 
 AxisContext = ReplicaAxisContext | ShardingAxisContext

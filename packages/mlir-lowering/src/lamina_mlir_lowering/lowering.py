@@ -58,7 +58,7 @@ from lamina_mlir_lowering.types import TypeCache, Value, ir_constant, type_cache
 __all__ = [
     "LoweringResult", "lower_jaxpr_to_module", "jaxpr_subcomp", "lower_sub_jaxpr",
     "call_jaxpr", "make_call_rule", "lower_fun", "sanitize_module_name", "SHARDING_FORMATS",
-    "PLATFORM_INDEX_NAME", "TOKEN_AVAL",
+    "PLATFORM_INDEX_NAME", "TOKEN_AVAL", "manual_computation",
 ]
 
 SHARDING_FORMATS = ("shardy", "gspmd")
@@ -336,22 +336,28 @@ def _as_jaxpr_and_consts(jaxpr: ClosedJaxpr | Jaxpr) -> tuple[Jaxpr, Sequence[An
 
 def lower_sub_jaxpr(ctx: LoweringRuleContext, jaxpr: ClosedJaxpr | Jaxpr,
                     args: Sequence[Value], *, name: str = "",
-                    axis_context: AxisContext | None = None) -> list[Value]:
+                    axis_context: AxisContext | None = None,
+                    label: str | None = None) -> list[Value]:
     """Inlines ``jaxpr`` (closed, or open without constvars) at the current
     insertion point, as part of the rule running with ``ctx``; its ops' names
-    are prefixed with the equation's path plus ``name`` (``jit(f)/while/body``)."""
+    are prefixed with the equation's path plus ``name`` (``jit(f)/while/body``),
+    or plus ``label`` alone in place of the primitive and ``name``
+    (``jit(f)/shard_map(g)``)."""
     inner, consts = _as_jaxpr_and_consts(jaxpr)
-    path = _sub_name_stack(ctx, name)
+    path = _sub_name_stack(ctx, name, label)
     return jaxpr_subcomp(ctx.module_context, inner, _const_values(consts, inner.constvars),
                          list(args), name_stack=path, platforms=ctx.platforms,
                          platform_index=ctx.platform_index,
                          axis_context=ctx.axis_context if axis_context is None else axis_context)
 
 
-def _sub_name_stack(ctx: LoweringRuleContext, name: str) -> str:
+def _sub_name_stack(ctx: LoweringRuleContext, name: str, label: str | None = None) -> str:
     parts = [ctx.name_stack] if ctx.name_stack else []
     if ctx.source_info is not None and ctx.source_info.name_stack.stack:
         parts.append(str(ctx.source_info.name_stack))
+    if label is not None:
+        parts.append(label)
+        return "/".join(parts)
     if ctx.primitive is not None:
         parts.append(ctx.primitive.name)
     if name:
@@ -707,6 +713,7 @@ def lower_jaxpr_to_module(
         mctx = ModuleContext(ctx, module, platforms=plats, axis_context=axis_context,
                              num_replicas=num_replicas, num_partitions=num_partitions,
                              sharding_format=sharding_format, types=type_cache(ctx))
+        mctx.mesh = module_mesh
         attrs = module.operation.attributes
         attrs["sym_name"] = ir.StringAttr.get(sym_name)
         i32 = ir.IntegerType.get_signless(32)
@@ -825,30 +832,54 @@ def _manual_body(mctx: ModuleContext, body: Callable[[Sequence[Value]], list[Val
                  args: list[Value], jaxpr: Jaxpr, shard_in: Sequence[ArgSharding],
                  shard_out: Sequence[ArgSharding], out_types: Sequence[ir.Type],
                  manual_axes: tuple[str, ...], stack: str) -> list[Value]:
-    """The per-device ``body`` run over global ``args``: a Shardy manual
-    computation, or GSPMD's full-to-shard / shard-to-full custom calls."""
+    """The per-device ``body`` of a whole module run over global ``args``."""
     types = mctx.types
-    local_in = [types.tensor(v.aval) for v in jaxpr.invars]
-    local_out = [types.tensor(v.aval) for v in jaxpr.outvars]
     mesh = (mctx.axis_context.mesh if isinstance(mctx.axis_context, ShardingAxisContext)
             else None)
     assert mesh is not None
     loc = mctx.locations.named(f"{stack}/shard_map" if stack else "shard_map")
+    return manual_computation(
+        mctx, body, args, mesh=mesh, in_specs=shard_in, out_specs=shard_out,
+        local_in_types=[types.tensor(v.aval) for v in jaxpr.invars],
+        local_out_types=[types.tensor(v.aval) for v in jaxpr.outvars],
+        out_types=out_types, manual_axes=manual_axes, loc=loc)
+
+
+def manual_computation(mctx: ModuleContext, body: Callable[[Sequence[Value]], list[Value]],
+                       args: Sequence[Value], *, mesh: MeshShape,
+                       in_specs: Sequence[ArgSharding], out_specs: Sequence[ArgSharding],
+                       local_in_types: Sequence[ir.Type], local_out_types: Sequence[ir.Type],
+                       out_types: Sequence[ir.Type], manual_axes: Sequence[str],
+                       loc: ir.Location) -> list[Value]:
+    """``body`` (block values -> block values) run per device along
+    ``manual_axes`` over the global ``args`` laid out by ``in_specs``, giving
+    global results laid out by ``out_specs``: Shardy's
+    ``sdy.manual_computation``, or (GSPMD modules, every axis manual) the
+    ``SPMDFullToShardShape`` / ``SPMDShardToFullShape`` custom calls."""
     if mctx.sharding_format == "shardy":
         def spec_attr(s: ArgSharding, ndim: int) -> ir.Attribute:
             spec = s if isinstance(s, ShardingSpec) else ShardingSpec.replicate(mesh, ndim)
             return spec.to_sdy_attr(_MESH_NAME)
 
         in_attr = sdy.TensorShardingPerValueAttr.get(
-            [spec_attr(s, v.aval.ndim) for s, v in zip(shard_in, jaxpr.invars)])
+            [spec_attr(s, ir.RankedTensorType(t).rank) for s, t in zip(in_specs, local_in_types)])
         out_attr = sdy.TensorShardingPerValueAttr.get(
-            [spec_attr(s, v.aval.ndim) for s, v in zip(shard_out, jaxpr.outvars)])
+            [spec_attr(s, ir.RankedTensorType(t).rank)
+             for s, t in zip(out_specs, local_out_types)])
         axes = sdy.ManualAxesAttr.get([ir.StringAttr.get(a) for a in manual_axes])
-        op = sdy.ManualComputationOp(list(out_types), args, in_attr, out_attr, axes, loc=loc)
-        block = ir.Block.create_at_start(op.body, local_in, [loc] * len(local_in))
+        op = sdy.ManualComputationOp(list(out_types), list(args), in_attr, out_attr, axes,
+                                     loc=loc)
+        block = ir.Block.create_at_start(op.body, list(local_in_types),
+                                         [loc] * len(local_in_types))
         with ir.InsertionPoint(block):
             sdy.ReturnOp(body(list(block.arguments)), loc=loc)
         return list(op.results)
+
+    if set(manual_axes) != set(mesh.axis_names):
+        raise LoweringError(
+            f"a manual computation over the axes {tuple(manual_axes)} of the mesh "
+            f"{mesh.axis_names} needs Shardy: GSPMD modules support only computations "
+            f"manual over every mesh axis")
 
     def custom(target: str, x: Value, result: ir.Type, sharding: str) -> Value:
         op = hlo.CustomCallOp([result], [x], target, loc=loc)
@@ -859,11 +890,11 @@ def _manual_body(mctx: ModuleContext, body: Callable[[Sequence[Value]], list[Val
         return s.to_hlo_sharding_str() if isinstance(s, ShardingSpec) else "{replicated}"
 
     local_args = []
-    for x, s, t in zip(args, shard_in, local_in):
+    for x, s, t in zip(args, in_specs, local_in_types):
         x = custom("Sharding", x, x.type, spec_str(s))
         local_args.append(custom("SPMDFullToShardShape", x, t, "{manual}"))
     outs = []
-    for y, s, t_local, t_global in zip(body(local_args), shard_out, local_out, out_types):
+    for y, s, t_local, t_global in zip(body(local_args), out_specs, local_out_types, out_types):
         y = custom("Sharding", y, t_local, "{manual}")
         outs.append(custom("SPMDShardToFullShape", y, t_global, spec_str(s)))
     return outs

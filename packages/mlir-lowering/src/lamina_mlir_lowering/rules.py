@@ -35,6 +35,7 @@ from lamina_tracing_core.source_info import SourceInfo
 
 from lamina_mlir_lowering.axis_context import AxisContext
 from lamina_mlir_lowering.locations import LocationCache
+from lamina_mlir_lowering.sharding import MeshShape
 from lamina_mlir_lowering.types import TypeCache, Value
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class ModuleContext:
     __slots__ = ("context", "module", "types", "locations", "platforms", "axis_context",
                  "num_replicas", "num_partitions", "sharding_format", "functions",
                  "_symbols", "keepalive", "_rule_cache", "host_callbacks", "token",
-                 "sharding_inspectors")
+                 "sharding_inspectors", "mesh")
 
     def __init__(self, context: ir.Context, module: ir.Module, *, platforms: tuple[str, ...],
                  axis_context: AxisContext | None, num_replicas: int, num_partitions: int,
@@ -143,6 +144,8 @@ class ModuleContext:
         self.token: Value | None = None
         #: the functions XLA's partitioner calls back with a sharding (kept alive)
         self.sharding_inspectors: list[Callable[..., Any]] = []
+        #: The module's Shardy mesh (``@mesh``), which manual computations name.
+        self.mesh: MeshShape | None = None
 
     def add_host_callback(self, fun: Callable[..., Any]) -> int:
         """Registers ``fun`` with the module; returns its index."""

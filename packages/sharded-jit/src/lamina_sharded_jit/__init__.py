@@ -39,6 +39,7 @@ from lamina_sharded_jit.api import (  # noqa: E402
     make_jaxpr,
 )
 from lamina_sharded_jit.primitive import pjit_p  # noqa: E402
+from lamina_sharded_jit import shard_map as shard_map  # noqa: E402  (the module; impl rule)
 from lamina_sharded_jit.settings import config, disable_jit  # noqa: E402
 from lamina_sharded_jit.sharding_constraint import (  # noqa: E402
     sharding_constraint_p,

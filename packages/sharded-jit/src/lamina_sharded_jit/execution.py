@@ -39,19 +39,26 @@ from lamina_interpreters_pxla.compiler import (
 from lamina_interpreters_pxla.executable import Executable
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
-from lamina_interpreters_pxla.sharding import SingleDeviceSharding, single_device_sharding
+from lamina_interpreters_pxla.sharding import (
+    NamedSharding,
+    PartitionSpec,
+    SingleDeviceSharding,
+    single_device_sharding,
+)
 from lamina_linear_util.cache import explain_cache_misses_enabled
 from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
 from lamina_mlir_lowering.lowering import sanitize_module_name
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
+from lamina_tracing_core.shard_map import shard_map_p
 
 from lamina_sharded_jit.arguments import canonical_aval
 from lamina_sharded_jit.explain import explain_miss, log_cost
 from lamina_sharded_jit.jaxpr_cache import jaxpr_store, memoize_on_jaxpr
 from lamina_sharded_jit.nan_search import explain_bad_result
 from lamina_sharded_jit.primitive import pjit_p
+from lamina_sharded_jit.settings import sharding_format
 from lamina_sharded_jit.sharding_constraint import sharding_constraint_p
 from lamina_sharded_jit.shardings import (
     UNSPECIFIED,
@@ -138,6 +145,11 @@ def _nested_sources(jaxpr: ClosedJaxpr | Jaxpr) -> tuple[ShardingSource, ...]:
         elif eqn.primitive is sharding_constraint_p:
             out.append(ShardingSource(f"with_sharding_constraint at {eqn.source_info}",
                                       eqn.params["sharding"], eqn.invars[0].aval))
+        elif eqn.primitive is shard_map_p:
+            # The program runs on the shard_map's mesh (in its device order).
+            out.insert(0, ShardingSource(
+                f"the mesh of shard_map({eqn.params['name']}) at {eqn.source_info}",
+                NamedSharding(eqn.params["mesh"], PartitionSpec())))
         for sub in subjaxprs_of_params(eqn.params):
             out.extend(_nested_memo(sub))
     return tuple(out)
@@ -185,9 +197,10 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
     donated = tuple(bool(d) for d in donated_invars)
     if device is None:
         device = default_device()
+    fmt = sharding_format()
     key = (_LOWER_TAG, _lower_generation[0], tuple(id(c) for c in jaxpr.consts), in_sh, out_sh,
            donated, name, bool(keep_unused), compiler_options_kvs, platforms, bool(committed),
-           device)
+           device, fmt)
     store = jaxpr_store(jaxpr.jaxpr)
     hit = store.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], jaxpr.consts)):
@@ -195,7 +208,7 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
     _explain_lowering_miss(jaxpr, key, name)
     start = time.perf_counter()
     program = _lower(jaxpr, in_sh, out_sh, donated, name, bool(keep_unused),
-                     compiler_options_kvs, platforms, bool(committed), device)
+                     compiler_options_kvs, platforms, bool(committed), device, fmt)
     log_cost("lowering", _describe_fun(name), time.perf_counter() - start)
     stats["lowerings"] += 1
     with _lock:
@@ -210,7 +223,7 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
 
 _KEY_PARTS = ("cache", "generation", "consts", "input shardings", "output shardings", "donated arguments",
               "name", "keep_unused", "compiler options", "platforms", "committedness",
-              "device")
+              "device", "sharding format")
 
 
 def lowered_program_of(jaxpr: ClosedJaxpr, executable: Executable) -> LoweredProgram | None:
@@ -252,7 +265,8 @@ def _explain_lowering_miss(jaxpr: ClosedJaxpr, key: tuple[Any, ...], name: str) 
 def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
            donated: tuple[bool, ...], name: str, keep_unused: bool,
            compiler_options_kvs: tuple[tuple[str, Any], ...],
-           platforms: tuple[str, ...] | None, committed: bool, device: Any) -> LoweredProgram:
+           platforms: tuple[str, ...] | None, committed: bool, device: Any,
+           fmt: str = "shardy") -> LoweredProgram:
     dbg = jaxpr.jaxpr.debug_info
     arg_names = dbg.arg_names if dbg is not None else (None,) * len(in_sh)
     res_names = dbg.result_paths if dbg is not None else (None,) * len(out_sh)
@@ -264,19 +278,24 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
     sources += [ShardingSource(label, s, a) for label, s, a in zip(out_labels, out_sh, out_avals)
                 if not is_unspecified(s)]
     nested = _nested_memo(jaxpr)
-    sources += list(nested)
+    meshes = [s for s in nested if s.label.startswith("the mesh of shard_map")]
+    sources = meshes + sources + [s for s in nested if s not in meshes]
     devices = program_devices(name, sources, device)
+    prefer = [s.sharding for s in meshes]
     specs_in, mesh_shape, mesh = lowering_specs(in_sh, in_avals, in_labels, devices,
-                                                extra=[s.sharding for s in nested] + list(out_sh))
+                                                extra=[s.sharding for s in nested] + list(out_sh),
+                                                prefer=prefer)
     specs_out, _, _ = lowering_specs(out_sh, out_avals, out_labels, devices,
-                                     extra=[s.sharding for s in nested] + list(in_sh))
+                                     extra=[s.sharding for s in nested] + list(in_sh),
+                                     prefer=prefer)
     target = platforms if platforms is not None else (devices[0].platform,)
     with lowering_sharding_context(devices, mesh):
         lowering = lower_jaxpr_to_module(
             sanitize_module_name(f"jit_{name}"),
             jaxpr if keep_unused else _without_dead_code(jaxpr), platforms=target,
             arg_shardings=specs_in, result_shardings=specs_out, donated_args=donated,
-            num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape)
+            num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape,
+            sharding_format=fmt)
     any_explicit = bool(sources)
     return LoweredProgram(lowering, name, tuple(arg_names), tuple(res_names), list(in_avals),
                           list(out_avals), tuple(devices), mesh, tuple(target), in_sh, out_sh,
@@ -317,7 +336,8 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
         raise CompileError(f"jit({program.fun_name}) needs {n} devices, but only "
                            f"{len(available)} are available")
     options = BuildOptions(num_partitions=n,
-                           env_option_overrides=tuple(program.compiler_options_kvs))
+                           env_option_overrides=tuple(program.compiler_options_kvs),
+                           use_shardy=program.lowering.sharding_format == "shardy")
     start = time.perf_counter()
     explain_miss("compilation", program.lowering.module_name,
                  ["a new lowered module (see the lowering miss)"])

@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lamina_interpreters_pxla.backends import get_backend
-from lamina_interpreters_pxla.sharding import single_device_sharding
+from lamina_interpreters_pxla.sharding import (
+    NamedSharding,
+    PartitionSpec,
+    concrete_mesh,
+    single_device_sharding,
+)
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import annotate, wrap_init
@@ -234,7 +239,7 @@ def flat_out_shardings(info: JitInfo, out_tree: Any, out_avals: Sequence[ShapedA
                         paths: Sequence[str | None], desc: str) -> tuple[Any, ...]:
     """``out_shardings`` per flat result (explicit, or UNSPECIFIED)."""
     if not info.has_out_shardings:
-        return (UNSPECIFIED,) * len(out_avals)
+        return tuple(_from_type(a) for a in out_avals)
     try:
         flat = api_util.flatten_axes(f"{info.api_name} out_shardings", out_tree,
                                      info.out_shardings)
@@ -243,6 +248,18 @@ def flat_out_shardings(info: JitInfo, out_tree: Any, out_avals: Sequence[ShapedA
                          f"output {out_tree}: {e}") from None
     return tuple(_checked_sharding(s, aval, f"{desc}: out_shardings entry of {path or 'a result'}")
                  for s, path, aval in zip(flat, paths, out_avals))
+
+
+def _from_type(aval: ShapedArray) -> Any:
+    """A result whose type is sharded (over Explicit axes) is laid out so."""
+    ts = aval.sharding
+    if ts is None:
+        return UNSPECIFIED
+    mesh = concrete_mesh(ts.mesh)
+    if mesh is None:
+        return UNSPECIFIED
+    return NamedSharding(mesh, PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1
+                                               else axes for axes in ts.spec]))
 
 
 def infer_params(info: JitInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PjitParams:

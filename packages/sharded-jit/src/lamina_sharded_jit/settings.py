@@ -17,6 +17,12 @@ stores traced and lowered programs beside the persistent compilation cache
 decides per function. ``persistent_trace_cache_verify``
 (``LAMINA_PERSISTENT_TRACE_CACHE_VERIFY``) traces anyway on a hit and warns
 when the stored program differs from the fresh one.
+
+``use_shardy_partitioner`` (``LAMINA_USE_SHARDY_PARTITIONER``, default on)
+chooses how programs over several devices are annotated and partitioned:
+Shardy (``sdy.mesh``, ``sdy.sharding``, ``sdy.manual_computation``) or, off,
+GSPMD (``mhlo.sharding`` strings and the ``SPMDFullToShardShape`` /
+``SPMDShardToFullShape`` custom calls). Programs lowered afterwards use it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any
 
 from lamina_interpreters_pxla._jaxlib import _jax
 
-__all__ = ["JitConfig", "config", "disable_jit", "jit_disabled"]
+__all__ = ["JitConfig", "config", "disable_jit", "jit_disabled", "sharding_format"]
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 
@@ -52,6 +58,8 @@ class JitConfig:
     def __init__(self) -> None:
         self.persistent_trace_cache = _env_flag("LAMINA_PERSISTENT_TRACE_CACHE")
         self.persistent_trace_cache_verify = _env_flag("LAMINA_PERSISTENT_TRACE_CACHE_VERIFY")
+        self.use_shardy_partitioner = os.environ.get(
+            "LAMINA_USE_SHARDY_PARTITIONER", "1").strip().lower() in _TRUTHY
 
     @property
     def disable_jit(self) -> bool:
@@ -75,8 +83,14 @@ class JitConfig:
         return f"JitConfig(disable_jit={self.disable_jit})"
 
 
-_NAMES = ("disable_jit", "persistent_trace_cache", "persistent_trace_cache_verify")
+_NAMES = ("disable_jit", "persistent_trace_cache", "persistent_trace_cache_verify",
+          "use_shardy_partitioner")
 config = JitConfig()
+
+
+def sharding_format() -> str:
+    """The lowering's sharding format for new programs: ``'shardy'`` or ``'gspmd'``."""
+    return "shardy" if config.use_shardy_partitioner else "gspmd"
 
 
 def jit_disabled() -> bool:

@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from lamina_interpreters_pxla.device_put import device_put
-from lamina_interpreters_pxla.sharding import UNCONSTRAINED, NamedSharding
+from lamina_interpreters_pxla.sharding import UNCONSTRAINED, NamedSharding, type_sharding_of
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import ad, batching
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.ad_util import Zero
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.primitives import Primitive
@@ -42,7 +43,15 @@ sharding_constraint_p = Primitive("sharding_constraint")
 def _abstract_eval(aval: ShapedArray, *, sharding: Any,
                    unconstrained_dims: frozenset[int]) -> ShapedArray:
     check_sharding_fits(sharding, aval, "with_sharding_constraint: the value")
-    return aval
+    return aval.update(sharding=_type_sharding(aval, sharding))
+
+
+def _type_sharding(aval: ShapedArray, sharding: Any) -> Any:
+    """The result's type sharding: a NamedSharding's over its mesh's Explicit
+    axes (none over a mesh without them); other shardings keep the type."""
+    if isinstance(sharding, NamedSharding):
+        return type_sharding_of(sharding, aval.ndim)
+    return aval.sharding
 
 
 def _impl(x: Any, *, sharding: Any, unconstrained_dims: frozenset[int]) -> Any:
@@ -74,6 +83,8 @@ def _batch(axis_data: batching.AxisData, args: Sequence[Any], dims: Sequence[int
 
 
 sharding_constraint_p.def_abstract_eval(_abstract_eval)
+sit.register(sharding_constraint_p,
+             lambda aval, *, sharding, **_: [_type_sharding(aval, sharding)])
 sharding_constraint_p.def_impl(_impl)
 ad.primitive_jvps[sharding_constraint_p] = _jvp
 ad.primitive_transposes[sharding_constraint_p] = _transpose

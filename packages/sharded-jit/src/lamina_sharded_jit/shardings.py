@@ -186,17 +186,20 @@ def _on_mesh(s: Any, ndim: int, mesh: Mesh, where: str) -> Any:
 
 def lowering_specs(shardings: Sequence[Any], avals: Sequence[ShapedArray],
                    labels: Sequence[str], devices: Sequence[Any],
-                   extra: Sequence[Any] = ()) -> tuple[list[Any], MeshShape | None, Mesh | None]:
+                   extra: Sequence[Any] = (), prefer: Sequence[Any] = ()
+                   ) -> tuple[list[Any], MeshShape | None, Mesh | None]:
     """The lowering layer's ``ShardingSpec`` (or ``UNSPECIFIED``) for each
     sharding, all over one mesh, with that ``MeshShape`` and lamina ``Mesh``.
 
     Single-device programs need no annotation. ``extra`` are shardings met
     elsewhere in the program (nested jits, constraints) that take part in
-    choosing the mesh.
+    choosing the mesh; ``prefer`` are shardings whose mesh wins (a shard_map's,
+    whose axes its manual computation names).
     """
     if len(devices) == 1:
         return [UNSPECIFIED] * len(shardings), None, None
-    concrete = [s for s in list(shardings) + list(extra) if not is_unspecified(s)]
+    concrete = [s for s in list(prefer) + list(shardings) + list(extra)
+                if not is_unspecified(s)]
     mesh = _lead_mesh(concrete, devices)
     specs: list[Any] = []
     for s, aval, label in zip(shardings, avals, labels):

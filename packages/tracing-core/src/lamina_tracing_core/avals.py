@@ -10,6 +10,10 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
+from lamina_tracing_core.mesh import TypeSharding
+
+#: ``ShapedArray.update``'s default for ``sharding``: keep it where it still fits.
+_KEEP: Any = object()
 
 
 class ShapedArray:
@@ -19,10 +23,11 @@ class ShapedArray:
     ShapedArray, never a value-carrying aval, so a trace never depends on data.
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "_hash")
     array_abstraction_level = 1
 
-    def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False):
+    def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False,
+                 sharding: TypeSharding | None = None):
         # Avals are made for every traced equation: normalize cheaply. A
         # shape seen before is looked up (equal tuples of ints, numpy ints or
         # integral floats hash alike and normalize alike).
@@ -35,18 +40,13 @@ class ShapedArray:
             normal = _normal_shape(shape, self.dtype)
         self.shape: tuple[int, ...] = normal
         self.weak_type: bool = weak_type if type(weak_type) is bool else bool(weak_type)
+        #: The sharding in the type (over a mesh's Explicit axes), or None.
+        self.sharding: TypeSharding | None = sharding
         self._hash: int | None = None
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
-
-    @property
-    def sharding(self) -> None:
-        """lamina's avals carry no sharding (JAX 0.10's sharding-in-types is
-        not implemented): None, which every ``out_sharding=`` parameter reads
-        as unspecified."""
-        return None
 
     @property
     def size(self) -> int:
@@ -56,19 +56,24 @@ class ShapedArray:
         if self is other:
             return True
         return (isinstance(other, ShapedArray) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding)
 
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding))
         return h
 
     def update(self, shape: tuple[int, ...] | None = None, dtype: Any = None,
-               weak_type: bool | None = None) -> ShapedArray:
+               weak_type: bool | None = None, sharding: Any = _KEEP) -> ShapedArray:
+        """A copy with the given fields replaced. The sharding is kept unless
+        the shape changes (a new shape starts unsharded) or one is given."""
+        if sharding is _KEEP:
+            sharding = self.sharding if shape is None else None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type, sharding)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -81,19 +86,26 @@ class ShapedArray:
         return ShapedArray(self.shape, dtypes.float0, False)
 
     def str_short(self) -> str:
-        """``f32[3,4]``, the form jaxprs print."""
-        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        """``f32[3,4]`` (``f32[8@X,4]`` with a sharding in the type), the form
+        jaxprs print."""
+        return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]"
+
+    def _dims_str(self) -> str:
+        if self.sharding is not None:
+            return ",".join(self.sharding.dim_str(d, n) for d, n in enumerate(self.shape))
+        return ",".join(map(str, self.shape))
 
     def str_long(self) -> str:
-        """``float32[3,4]``, the form JAX's messages and reprs print."""
-        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+        """``float32[3,4]`` (``float32[8@X,4]`` with a sharding in the type),
+        the form JAX's messages and reprs print."""
+        return f"{self.dtype.name}[{self._dims_str()}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_long()}{weak})"
 
     def __str__(self) -> str:
-        return f"{self.dtype.name}{list(self.shape)}"
+        return self.str_long()
 
 
 _normal_shapes: dict[Any, tuple[int, ...]] = {}

@@ -37,6 +37,7 @@ from lamina_tracing_core.avals import (ShapedArray, canonicalize_axis, canonical
 from lamina_tracing_core.core import staging
 from lamina_tracing_core.jaxpr import hide_default_params, param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.symbolic import Zero, is_undefined_primal, is_zero, tangent_aval
 
 Array = Any
@@ -167,6 +168,7 @@ _FOLDABLE = (bool, int, float, complex, np.generic, np.ndarray)
 
 # --- convert_element_type --------------------------------------------------------
 convert_element_type_p = Primitive("convert_element_type")
+sit.register(convert_element_type_p, sit.same_as_first)
 _VALID_DTYPES = dtypes.ANY | {dtypes.float0}
 
 
@@ -313,6 +315,7 @@ batching_rules[convert_element_type_p] = _convert_element_type_batch
 
 # --- broadcast_in_dim -------------------------------------------------------------
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
+sit.register(broadcast_in_dim_p, sit.broadcast_in_dim)
 
 
 @broadcast_in_dim_p.def_abstract_eval
@@ -402,6 +405,7 @@ param_printers[broadcast_in_dim_p] = _broadcast_in_dim_printer
 
 # --- reshape ---------------------------------------------------------------------
 reshape_p = Primitive("reshape")
+sit.register(reshape_p, sit.reshape)
 
 
 @reshape_p.def_abstract_eval
@@ -460,6 +464,7 @@ batching_rules[reshape_p] = _reshape_batch
 
 # --- transpose / rev ----------------------------------------------------------------
 transpose_p = Primitive("transpose")
+sit.register(transpose_p, sit.transpose)
 
 
 @transpose_p.def_abstract_eval
@@ -542,6 +547,7 @@ def zeros_like_array(x: ArrayLike) -> Array:
 
 # --- reduce_sum ----------------------------------------------------------------------
 reduce_sum_p = Primitive("reduce_sum")
+sit.register(reduce_sum_p, sit.reduction)
 
 
 def reduced_shape(name: str, operand: ShapedArray, axes: tuple[int, ...]) -> Shape:

@@ -43,6 +43,7 @@ import numpy as np
 
 from lamina_tracing_core import core
 from lamina_tracing_core import names as _names
+from lamina_tracing_core import sharding_in_types as _sit
 from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
 from lamina_tracing_core.core import (
@@ -313,6 +314,8 @@ class DynamicJaxprTrace(Trace):
                                             params)
         else:
             out = abstract(*[t._aval for t in tracers], **params)
+        if _sit.types_sharded[0]:
+            out = _sharded_types(primitive, tracers, out, params)
         frame = self.frame
         effects = (core.eqn_effects(primitive, params)
                    if primitive.higher_order or primitive in effect_rules else no_effects)
@@ -414,6 +417,18 @@ def argument_names_behind(tracer: DynamicJaxprTracer) -> list[str]:
             name = dbg.arg_names[i]
         names.append(name if name is not None else f"(flat argument {i})")
     return names
+
+
+def _sharded_types(primitive: Primitive, tracers: Sequence[Any], out: Any,
+                   params: dict[str, Any]) -> Any:
+    """``out`` with the result shardings of ``primitive``'s sharding rule; a
+    ``ShardingTypeError`` names the operands and the arguments they come from."""
+    try:
+        return _sit.apply_rule(primitive, [t._aval for t in tracers], out, params)
+    except _sit.ShardingTypeError as e:
+        described = describe_staged_operands(tracers)
+        raise _sit.ShardingTypeError(
+            f"{e}\nThe operands are {described}" if described else str(e)) from None
 
 
 def describe_staged_operands(operands: Sequence[Any]) -> str:

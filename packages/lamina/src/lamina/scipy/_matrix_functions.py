@@ -1,7 +1,7 @@
 """Matrix functions of ``scipy.linalg``: ``expm`` (scaling and squaring
 with Padé approximants, Higham 2005) and its Fréchet derivative, ``sqrtm``
 and ``funm`` (on the complex Schur form), the Schur helpers ``schur`` and
-``rsf2csf``, ``polar`` (QDWH or SVD) and ``solve_sylvester``
+``rsf2csf``, ``polar`` (``lax.linalg.qdwh`` or the SVD) and ``solve_sylvester``
 (Bartels-Stewart).
 
 ``expm`` is differentiated through ``expm_frechet`` (a custom JVP, as in
@@ -15,12 +15,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import numpy as np
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core import numpy as jnp
 from lamina_tracing_core.api import vmap
 from lamina_tracing_core.avals import get_aval
-from lamina_tracing_core.control_flow import fori_loop, switch, while_loop
+from lamina_tracing_core.control_flow import fori_loop, switch
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.lax import common as lax_common
 from lamina_tracing_core.lax.helpers import operand_origin
@@ -363,42 +362,6 @@ def funm(A: Any, func: Callable[[Array], Array], disp: bool = True
 
 
 # --- polar -----------------------------------------------------------------------------------------
-def _qdwh(x: Any, eps: float | None, max_iterations: int | None) -> Any:
-    """The unitary polar factor of ``x`` (``m >= n``) by the QR-based
-    dynamically weighted Halley iteration (Nakatsukasa, Bai and Gygi)."""
-    m, n = _util.shape_of(x)
-    dtype = get_aval(x).dtype
-    real = dtypes.finfo(dtype).dtype
-    eps_ = float(dtypes.finfo(dtype).eps) if eps is None else float(eps)
-    iterations = 10 if max_iterations is None else int(max_iterations)
-    tol = 5 * eps_ ** (1 / 3)
-    alpha = jnp.linalg.norm(x)  # the Frobenius norm bounds the largest singular value
-    u0 = x / jnp.where(alpha == 0, 1, alpha).astype(dtype)
-    eye = jnp.eye(n, dtype=dtype)
-
-    def cond(state: Any) -> Any:
-        _, lower, i, change = state
-        return (i < iterations) & ((change > tol) | (jnp.abs(1 - lower) > tol))
-
-    def body(state: Any) -> Any:
-        u, lower, i, _ = state
-        l2 = lower * lower
-        d = (4 * (1 - l2) / (l2 * l2)) ** (1 / 3)
-        sqd = jnp.sqrt(1 + d)
-        a = sqd + 0.5 * jnp.sqrt(8 - 4 * d + 8 * (2 - l2) / (l2 * sqd))
-        b = (a - 1) ** 2 / 4
-        c = a + b - 1
-        q, _ = jnp.linalg.qr(jnp.concatenate([jnp.sqrt(c).astype(dtype) * u, eye]))
-        q1, q2 = q[:m], q[m:]
-        new = ((b / c).astype(dtype) * u
-               + ((a - b / c) / jnp.sqrt(c)).astype(dtype) * _precise_matmul(q1, _H(q2)))
-        lower = jnp.minimum(lower * (a + b * l2) / (1 + c * l2), 1)
-        return new, lower, i + 1, jnp.linalg.norm(new - u)
-
-    start = (u0, jnp.asarray(eps_, real), 0, jnp.asarray(np.inf, real))
-    return while_loop(cond, body, start)[0]
-
-
 def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
           max_iterations: int | None = None) -> tuple[Array, Array]:
     """``(u, p)``: the polar decomposition ``a = u @ p`` (``side='right'``)
@@ -423,8 +386,10 @@ def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | Non
         posdef = (_precise_matmul(_H(vh) * s[None, :], vh) if side == "right"
                   else _precise_matmul(u_svd * s[None, :], _H(u_svd)))
         return unitary, posdef
-    unitary = _qdwh(a, eps, max_iterations) if m >= n else \
-        _H(_qdwh(_H(a), eps, max_iterations))
+    def unitary_of(x: Any) -> Any:
+        return lax.linalg.qdwh(x, max_iterations=max_iterations, eps=eps)[0]
+
+    unitary = unitary_of(a) if m >= n else _H(unitary_of(_H(a)))
     posdef = _precise_matmul(_H(unitary), a) if side == "right" else \
         _precise_matmul(a, _H(unitary))
     return unitary, (posdef + _H(posdef)) / 2

@@ -20,8 +20,8 @@ from lamina_mlir_lowering.lax_rules import (
     structural,
 )
 from lamina_mlir_lowering.lax_rules import fft, windowed_reductions
-from lamina_mlir_lowering.lax_rules import callbacks
+from lamina_mlir_lowering.lax_rules import callbacks, shard_map
 
 __all__ = ["collectives", "contractions", "control_flow", "elementwise", "indexing", "linalg", "random",
            "reductions", "sort", "special", "structural", "fft", "windowed_reductions",
-           "callbacks"]
+           "callbacks", "shard_map"]

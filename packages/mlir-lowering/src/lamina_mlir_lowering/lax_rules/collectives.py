@@ -31,7 +31,13 @@ from lamina_mlir_lowering.rules import (
     LoweringRuleContext,
     register_lowering,
 )
-from lamina_mlir_lowering.types import Value, dense_int_elements, i64_attr, ir_constant
+from lamina_mlir_lowering.types import (
+    Value,
+    dense_i64_array,
+    dense_int_elements,
+    i64_attr,
+    ir_constant,
+)
 
 __all__ = ["replica_groups", "replica_groups_attr"]
 
@@ -198,6 +204,13 @@ def _axis_index(ctx: LoweringRuleContext, *, axis_name: Any, **params: Any) -> S
     u32 = np.dtype(np.uint32)
     if isinstance(axis_ctx, ShardingAxisContext):
         device = hlo.partition_id()
+        positions = axis_ctx.mesh_positions()
+        if positions is not None:
+            # The mesh is not in device-assignment order: look the partition's
+            # mesh position up.
+            table = ir_constant(np.asarray(positions, u32))
+            picked = hlo.dynamic_slice(table, [device], dense_i64_array([1]))
+            device = hlo.reshape(types.shaped((), u32), picked)
     else:
         device = hlo.replica_id()
     index: Value | None = None
@@ -224,3 +237,4 @@ register_lowering(lax.ppermute_p, _ppermute)
 register_lowering(lax.all_to_all_p, _all_to_all)
 register_lowering(lax.reduce_scatter_p, _reduce_scatter)
 register_lowering(lax.axis_index_p, _axis_index)
+register_lowering(lax.pvary_p, lambda ctx, x, **params: [x])

@@ -24,7 +24,8 @@ On ``cuda``/``rocm`` also ``svd`` (``gesvdj`` up to 1024x1024, else
 ``symmetric_product`` (``syrk``) and ``cholesky_update``. On ``tpu`` (and by
 default) ``geqrf``/``householder_product`` are XLA's ``Qr`` and
 ``ProductOfElementaryHouseholderReflectors`` expanders, ``lu`` is
-``LuDecomposition`` and ``eigh`` is ``Eigh``; ``tridiagonal_solve``,
+``LuDecomposition``, ``eigh`` is ``Eigh`` and ``svd`` goes through the
+polar decomposition (``qdwh``, then ``eigh`` of its Hermitian factor); ``tridiagonal_solve``,
 ``ormqr``, ``symmetric_product`` and ``cholesky_update`` are traced there.
 ``hessenberg`` and ``schur`` are CPU-only, as in JAX.
 """
@@ -44,6 +45,7 @@ from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core import numpy as jnp
+from lamina_tracing_core.api import vmap
 from lamina_tracing_core.control_flow import fori_loop, scan
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 from lamina_tracing_core.lax import linalg as la
@@ -824,3 +826,44 @@ register_lowering(la.geqrf_p, _geqrf_default)
 register_lowering(la.householder_product_p, _householder_default)
 register_lowering(la.lu_p, _lu_tpu, platform="tpu")
 register_lowering(la.eigh_p, _eigh_tpu, platform="tpu")
+
+
+def _svd_by_polar_one(x: Any, full_matrices: bool, compute_uv: bool) -> list[Any]:
+    """The SVD of one matrix from its polar decomposition ``x = u_p h`` (QDWH)
+    and the eigendecomposition ``h = v diag(s) v^H``: ``x = (u_p v) s v^H``."""
+    m, n = (int(d) for d in x.shape)
+    if m < n:
+        outs = _svd_by_polar_one(jnp.conj(x.T), full_matrices, compute_uv)
+        return outs if not compute_uv else [outs[0], jnp.conj(outs[2].T), jnp.conj(outs[1].T)]
+    u_p, h, _, _ = la.qdwh(x)
+    v, w = la.eigh(h)
+    s = jnp.abs(w[::-1])
+    if not compute_uv:
+        return [s]
+    v = v[:, ::-1]
+    u = jnp.matmul(u_p, v, precision=lax.Precision.HIGHEST)
+    if full_matrices and m > n:
+        q, _ = la.qr(u, full_matrices=True)
+        u = jnp.concatenate([u, q[:, n:]], axis=1)
+    return [s, u, jnp.conj(v.T)]
+
+
+def _svd_by_polar(x: Any, full_matrices: bool, compute_uv: bool) -> list[Any]:
+    """``_svd_by_polar_one`` over the leading (batch) axes of ``x``."""
+    batch, mat = tuple(x.shape[:-2]), tuple(x.shape[-2:])
+    if not batch:
+        return _svd_by_polar_one(x, full_matrices, compute_uv)
+    flat = jnp.reshape(x, (-1, *mat))
+    outs = vmap(lambda a: _svd_by_polar_one(a, full_matrices, compute_uv))(flat)
+    return [jnp.reshape(o, (*batch, *o.shape[1:])) for o in outs]
+
+
+def _svd_tpu(ctx: LoweringRuleContext, x: Value, *, full_matrices: bool, compute_uv: bool,
+             subset_by_index: Any, algorithm: Any) -> Sequence[Value]:
+    if algorithm not in (None, la.SvdAlgorithm.DEFAULT, la.SvdAlgorithm.POLAR):
+        raise ctx.error(f"svd: algorithm {algorithm} is not available on tpu (the polar "
+                        f"algorithm is)")
+    return _lower_traced(ctx, _svd_by_polar, [x], full_matrices, compute_uv)
+
+
+register_lowering(la.svd_p, _svd_tpu, platform="tpu")

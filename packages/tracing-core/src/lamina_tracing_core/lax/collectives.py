@@ -635,9 +635,53 @@ def _axis_index_batch(axis_data: Any, args: Any, dims: Any, *, axis_name: Any) -
 
 
 batching.fancy_primitive_batchers[axis_index_p] = _axis_index_batch
+
+
+# --- pvary / pbroadcast -----------------------------------------------------------------------
+pvary_p = Primitive("pvary")
+pvary_p.def_abstract_eval(lambda x, *, axes: x)
+effect_rules[pvary_p] = lambda *, axes: _effects_of(axes)
+
+
+def pvary(x: Any, axis_name: AxisName) -> Any:
+    """Marks ``x`` (a pytree) as varying over the named axes: the values do
+    not change, only ``shard_map``'s varying-manual-axes type does (so a
+    replicated value may meet a per-device one, or be permuted)."""
+    axes = _named(_as_tuple(axis_name))
+    if not axes:
+        return x
+    return _tree_map(lambda leaf: pvary_p.bind(leaf, axes=axes), x)
+
+
+# Identity on values, so identity on cotangents too: the cotangent of a value
+# replicated over an axis is summed over that axis where shard_map hands it back.
+helpers.deflinear(pvary_p, lambda ct, x, *, axes: [ct])
+batching.fancy_primitive_batchers[pvary_p] = \
+    lambda axis_data, args, dims, *, axes: (
+        pvary_p.bind(args[0], axes=tuple(a for a in axes if a != axis_data.name))
+        if any(a != axis_data.name for a in axes) else args[0], dims[0])
+
+
+def pbroadcast(x: Any, axis_name: AxisName, source: int) -> Any:
+    """Every device along ``axis_name`` gets the ``x`` of the device at index
+    ``source`` (a collective broadcast)."""
+    size = axis_size(axis_name)
+    if not 0 <= operator.index(source) < size:
+        raise ValueError(f"pbroadcast: source {source} is not an index of the axis "
+                         f"{axis_name!r} of size {size}")
+
+    def one(leaf: Any) -> Any:
+        keep = ew.eq(axis_index(axis_name), np.array(source, np.int32))
+        zero = common.const(leaf, 0)
+        return psum(ew.select(st.broadcast(keep, get_aval(leaf).shape), leaf,
+                              st.broadcast(zero, get_aval(leaf).shape)), axis_name)
+
+    return _tree_map(one, x)
+
+
 _ = (math, transpose_rules)
 
 __all__ = ["psum_p", "pmax_p", "pmin_p", "ppermute_p", "all_gather_p", "reduce_scatter_p",
-           "all_to_all_p", "axis_index_p", "psum", "pmean", "pmax", "pmin", "ppermute",
+           "all_to_all_p", "axis_index_p", "pvary_p", "psum", "pmean", "pmax", "pmin", "ppermute",
            "pshuffle", "all_gather", "psum_scatter", "all_to_all", "pswapaxes", "axis_index",
-           "axis_size"]
+           "axis_size", "pvary", "pbroadcast"]

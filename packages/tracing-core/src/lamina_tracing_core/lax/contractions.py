@@ -21,6 +21,7 @@ from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import ArrayLike
 from lamina_tracing_core.jaxpr import param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.lax import convert
 
 Array = Any
@@ -84,6 +85,7 @@ def _canonical_preferred(dtype: Any) -> np.dtype[Any] | None:
 DotDimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
                             tuple[tuple[int, ...], tuple[int, ...]]]
 dot_general_p = Primitive("dot_general")
+sit.register(dot_general_p, sit.dot_general)
 
 
 def _bits(d: np.dtype[Any]) -> int:

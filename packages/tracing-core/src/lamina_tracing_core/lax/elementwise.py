@@ -28,6 +28,7 @@ from lamina_tracing_core.lax.helpers import (
     defbroadcasting, defjvp, defjvp2, defjvp_zero, deflinear, defvectorized, unbroadcast)
 from lamina_tracing_core.jaxpr import hide_default_params, param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from lamina_tracing_core import sharding_in_types as sit
 
 Array = Any
 
@@ -97,6 +98,7 @@ def unop(name: str, accepted: frozenset[DType], result_dtype: DtypeFn | None = N
             return ShapedArray(x.shape, out_dtype(x.dtype), x.weak_type)
 
     prim.def_abstract_eval(abstract_eval)
+    sit.register(prim, sit.same_as_first)
     if vectorized:
         defvectorized(prim)
     return prim
@@ -107,6 +109,7 @@ def naryop(name: str, accepted: list[frozenset[DType]], result_dtype: DtypeFn | 
     """An n-ary elementwise primitive with JAX's implicit broadcasting."""
     prim = Primitive(name)
     arity = len(accepted)
+    sit.register(prim, sit.elementwise(name))
 
     def general_rule(avals: tuple[ShapedArray, ...], out_dtype: Any) -> ShapedArray:
         if len(avals) != arity:
@@ -283,6 +286,7 @@ pow_p = naryop("pow", [INEXACT, INT | INEXACT], _pow_dtype, require_same=False)
 
 # integer_pow: unary with a static exponent ``y``.
 integer_pow_p = Primitive("integer_pow")
+sit.register(integer_pow_p, sit.same_as_first)
 
 
 def _integer_pow_abstract_eval(x: ShapedArray, *, y: int) -> ShapedArray:
@@ -301,6 +305,7 @@ defvectorized(integer_pow_p)
 
 # reduce_precision: unary with static exponent/mantissa bit counts.
 reduce_precision_p = Primitive("reduce_precision")
+sit.register(reduce_precision_p, sit.same_as_first)
 
 
 def _reduce_precision_abstract_eval(x: ShapedArray, *, exponent_bits: int,
@@ -579,6 +584,7 @@ def operator_index(v: Any) -> int:
 
 # --- select_n and clamp ------------------------------------------------------------
 select_n_p = Primitive("select_n")
+sit.register(select_n_p, sit.elementwise("select_n"))
 
 
 def _select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> ShapedArray:
@@ -681,6 +687,7 @@ transpose_rules[select_n_p] = _select_n_transpose
 batching_rules[select_n_p] = _select_n_batch
 
 clamp_p = Primitive("clamp")
+sit.register(clamp_p, sit.elementwise("clamp"))
 
 
 def _clamp_abstract_eval(min: ShapedArray, operand: ShapedArray,

@@ -29,6 +29,7 @@ from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import ArrayLike
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.source_info import SourceInfo
 
 Array = Any
@@ -782,6 +783,7 @@ for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_mi
 
 # --- dynamic_slice / dynamic_update_slice -------------------------------------------------
 dynamic_slice_p = Primitive("dynamic_slice")
+sit.register(dynamic_slice_p, sit.keep_unchanged)
 
 
 def _check_start_indices(name: str, operand: ShapedArray,

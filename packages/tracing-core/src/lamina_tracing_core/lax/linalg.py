@@ -1178,6 +1178,89 @@ def _cholesky_update_batch(args: Sequence[Any], dims: Sequence[int | None]) -> A
 
 batching_rules[cholesky_update_p] = _cholesky_update_batch
 
+# --- qdwh (the polar decomposition) ------------------------------------------------------------
+
+
+def _fro_norm(x: Any) -> Any:
+    """The Frobenius norm of a matrix, in its real dtype."""
+    sq = el.real(el.mul(x, el.conj(x))) if _is_complex(x) else el.mul(x, x)
+    return el.sqrt(red.reduce_sum(sq, tuple(range(len(_shape(x))))))
+
+
+def _real_scalar(value: Any, dtype: Any) -> Any:
+    return st.full((), np.array(value, dtype), dtype)
+
+
+def qdwh(x: ArrayLike, *, is_hermitian: bool = False, max_iterations: int | None = None,
+         eps: float | None = None,
+         dynamic_shape: tuple[int, int] | None = None) -> tuple[Array, Array, Array, Array]:
+    """``(u, h, num_iters, is_converged)``: the polar decomposition
+    ``x = u @ h`` of an ``m x n`` matrix (``m >= n``), ``u`` with orthonormal
+    columns and ``h`` Hermitian positive semi-definite, by the QR-based
+    dynamically weighted Halley iteration (Nakatsukasa, Bai and Gygi 2010).
+
+    The iteration is unrolled ``max_iterations`` times (default 10); once
+    the iterate stops moving (relative change below ``eps ** (1/3)``, the
+    iteration converges cubically) and the lower singular-value bound has
+    reached 1, later steps leave it unchanged, and ``num_iters`` counts the
+    steps taken. ``is_hermitian`` is accepted for JAX's signature (the QR
+    form needs no symmetry)."""
+    del is_hermitian
+    m, n = _check_matrix("qdwh", "x", x)
+    if len(_shape(x)) != 2 or m < n:
+        raise ValueError(f"qdwh: argument 'x' must be a matrix with at least as many rows as "
+                         f"columns, got shape {_shape(x)}{helpers.operand_origin(x)}")
+    if dynamic_shape is not None:
+        raise ValueError("qdwh: dynamic_shape is not supported")
+    dtype = _dtype(x)
+    real = common.real_dtype(dtype)
+    eps_ = float(np.finfo(real).eps) if eps is None else float(eps)
+    tol = _real_scalar(eps_ ** (1 / 3), real)
+    one = _real_scalar(1, real)
+    alpha = _fro_norm(x)  # bounds the largest singular value from above
+    alpha = el.select(el.eq(alpha, _real_scalar(0, real)), one, alpha)
+    u = el.div(x, st.broadcast_in_dim(cv.convert_element_type(alpha, dtype), (m, n), ()))
+    lower = _real_scalar(eps_, real)
+    done = st.full((), np.array(False), np.dtype(bool))
+    steps = st.full((), np.int32(0), dtypes.int32)
+    eye = _eye((n, n), dtype)
+    for _ in range(10 if max_iterations is None else int(max_iterations)):
+        l2 = el.mul(lower, lower)
+        d = el.cbrt(el.div(el.mul(_real_scalar(4, real), el.sub(one, l2)), el.mul(l2, l2)))
+        sqd = el.sqrt(el.add(one, d))
+        a = el.add(sqd, el.mul(_real_scalar(0.5, real), el.sqrt(
+            el.add(el.sub(_real_scalar(8, real), el.mul(_real_scalar(4, real), d)),
+                   el.div(el.mul(_real_scalar(8, real), el.sub(_real_scalar(2, real), l2)),
+                          el.mul(l2, sqd))))))
+        b = el.div(el.mul(el.sub(a, one), el.sub(a, one)), _real_scalar(4, real))
+        c = el.sub(el.add(a, b), one)
+
+        def as_dtype(v: Any) -> Any:
+            return cv.convert_element_type(v, dtype)
+
+        stacked = st.concatenate([el.mul(st.broadcast_in_dim(as_dtype(el.sqrt(c)), (m, n), ()),
+                                         u), eye], 0)
+        q, _ = qr(stacked, full_matrices=False)
+        q1 = st.slice(q, (0, 0), (m, n))
+        q2 = st.slice(q, (m, 0), (m + n, n))
+        coeff_u = as_dtype(el.div(b, c))
+        coeff_q = as_dtype(el.div(el.sub(a, el.div(b, c)), el.sqrt(c)))
+        new_u = el.add(el.mul(st.broadcast_in_dim(coeff_u, (m, n), ()), u),
+                       el.mul(st.broadcast_in_dim(coeff_q, (m, n), ()), _mm(q1, _H(q2))))
+        new_lower = el.min(one, el.div(el.mul(lower, el.add(a, el.mul(b, l2))),
+                                       el.add(one, el.mul(c, l2))))
+        change = _fro_norm(el.sub(new_u, u))
+        active = el.bitwise_not(done)
+        u = el.select(st.broadcast_in_dim(active, (m, n), ()), new_u, u)
+        lower = el.select(active, new_lower, lower)
+        steps = el.add(steps, cv.convert_element_type(active, dtypes.int32))
+        done = el.bitwise_or(done, el.bitwise_and(el.le(change, tol),
+                                    el.le(el.abs(el.sub(one, new_lower)), tol)))
+    h = _mm(_H(u), x)
+    h = el.div(el.add(h, _H(h)), _scalar(h, 2))
+    return u, h, steps, done
+
+
 __all__ = [
     "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "eig_p", "eigh_p",
     "geqrf_p", "householder_product_p", "qr_p", "svd_p", "hessenberg_p", "schur_p",
@@ -1185,5 +1268,5 @@ __all__ = [
     "EigImplementation", "EighImplementation", "SvdAlgorithm",
     "cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "eig", "eigh", "geqrf",
     "householder_product", "qr", "svd", "symmetrize", "hessenberg", "schur", "tridiagonal",
-    "tridiagonal_solve", "ormqr", "symmetric_product", "cholesky_update",
+    "tridiagonal_solve", "ormqr", "symmetric_product", "cholesky_update", "qdwh",
 ]

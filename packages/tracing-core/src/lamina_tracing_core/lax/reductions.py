@@ -27,6 +27,7 @@ from lamina_tracing_core.lax import cumulative
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import ArrayLike
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules
 
 Array = Any
@@ -44,6 +45,7 @@ def _reducer(name: str, accepted: frozenset[np.dtype[Any]], *, keep_weak: bool =
         return ShapedArray(shape, operand.dtype, operand.weak_type and keep_weak)
 
     prim.def_abstract_eval(abstract_eval)
+    sit.register(prim, sit.reduction)
     batching_rules[prim] = reduction_batcher(prim)
     return prim
 
@@ -144,6 +146,7 @@ jvp_rules[reduce_prod_p] = _reduce_prod_jvp
 # --- argmax / argmin ---------------------------------------------------------------------
 def _argminmax(name: str) -> Primitive:
     prim = Primitive(name)
+    sit.register(prim, sit.reduction)
 
     def abstract_eval(operand: ShapedArray, *, axes: tuple[int, ...],
                       index_dtype: Any) -> ShapedArray:

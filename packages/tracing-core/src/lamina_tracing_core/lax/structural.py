@@ -37,6 +37,7 @@ from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax.common import ArrayLike, Shape
 from lamina_tracing_core.lax.helpers import defvectorized
 from lamina_tracing_core.primitives import Primitive, batching_rules
+from lamina_tracing_core import sharding_in_types as sit
 
 Array = Any
 
@@ -103,6 +104,7 @@ def broadcast_to_rank(x: ArrayLike, rank: int) -> Array:
 
 # --- squeeze / expand_dims ---------------------------------------------------------
 squeeze_p = Primitive("squeeze")
+sit.register(squeeze_p, sit.squeeze)
 
 
 def _squeeze_shape(shape: Shape, dimensions: tuple[int, ...]) -> Shape:
@@ -170,6 +172,7 @@ batching_rules[squeeze_p] = _squeeze_batch
 
 # --- rev ---------------------------------------------------------------------------
 rev_p = Primitive("rev")
+sit.register(rev_p, sit.keep_unchanged)
 
 
 @rev_p.def_abstract_eval
@@ -202,6 +205,7 @@ batching_rules[rev_p] = _rev_batch
 
 # --- pad ---------------------------------------------------------------------------
 pad_p = Primitive("pad")
+sit.register(pad_p, sit.keep_unchanged)
 PaddingConfig = tuple[tuple[int, int, int], ...]
 
 
@@ -279,6 +283,7 @@ batching_rules[pad_p] = _pad_batch
 
 # --- concatenate ----------------------------------------------------------------------
 concatenate_p = Primitive("concatenate")
+sit.register(concatenate_p, sit.concatenate)
 
 
 @concatenate_p.def_abstract_eval
@@ -344,6 +349,7 @@ batching_rules[concatenate_p] = _concatenate_batch
 
 # --- slice -------------------------------------------------------------------------
 slice_p = Primitive("slice")
+sit.register(slice_p, sit.keep_unchanged)
 
 
 @slice_p.def_abstract_eval

@@ -24,7 +24,7 @@ from lamina_tracing_core.numpy.ufuncs import multiply, subtract
 
 def dot_general(a: Any, b: Any, contract: tuple[tuple[int, ...], tuple[int, ...]],
                  batch: tuple[tuple[int, ...], tuple[int, ...]], precision: Any,
-                 preferred_element_type: Any) -> Any:
+                 preferred_element_type: Any, out_sharding: Any = None) -> Any:
     preferred = _util.user_dtype("dot", preferred_element_type)
     if dtypes.is_boolean(get_aval(a).dtype):
         # XLA has no boolean dot: count in int32 and test for non-zero.
@@ -35,7 +35,8 @@ def dot_general(a: Any, b: Any, contract: tuple[tuple[int, ...], tuple[int, ...]
         # as JAX's: the product accumulates in the (promoted) operand dtype,
         # and the equation says so
         preferred = get_aval(a).dtype
-    return lax.dot_general(a, b, (contract, batch), precision, preferred)
+    return lax.dot_general(a, b, (contract, batch), precision, preferred,
+                           out_sharding=out_sharding)
 
 
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
@@ -63,13 +64,21 @@ def _check_contract(fun: str, sa: tuple[int, ...], ia: int, sb: tuple[int, ...],
 
 
 def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
-           preferred_element_type: Any = None) -> Array:
+           preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """``a @ b``: matrix products over the last two axes, broadcasting the
-    leading (batch) axes; 1-D operands are treated as vectors."""
+    leading (batch) axes; 1-D operands are treated as vectors. ``out_sharding``
+    (a ``PartitionSpec``) is the result's sharding over Explicit mesh axes."""
     x, y = _util.promote_dtypes("matmul", a, b)
     nx, ny = _util.ndim_of(x), _util.ndim_of(y)
     if nx == 0 or ny == 0:
         raise ValueError("lamina.numpy.matmul: operands must not be scalars (use multiply or *)")
+    if nx <= 2 and ny <= 2:
+        # no batch axes: one dot_general contracts a vector's only axis
+        # directly, as JAX's does (no expand_dims/squeeze around it)
+        y_axis = 0 if ny == 1 else ny - 2
+        _check_contract("matmul", _util.shape_of(x), nx - 1, _util.shape_of(y), y_axis, (a, b))
+        return dot_general(x, y, ((nx - 1,), (y_axis,)), ((), ()), precision,
+                           preferred_element_type)
     if nx == 1:
         x = lax.expand_dims(x, (0,))
     if ny == 1:
@@ -81,7 +90,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     y = _util.broadcast_to("matmul", y, batch + sy[-2:])
     nb = len(batch)
     out = dot_general(x, y, ((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))),
-                       precision, preferred_element_type)
+                       precision, preferred_element_type, out_sharding)
     squeeze = ([nb] if nx == 1 else []) + ([nb + 1] if ny == 1 else [])
     return lax.squeeze(out, tuple(squeeze)) if squeeze else out
 

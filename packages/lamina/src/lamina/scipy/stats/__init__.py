@@ -29,6 +29,7 @@ from lamina.scipy.stats import vonmises as vonmises
 from lamina.scipy.stats import wrapcauchy as wrapcauchy
 
 from lamina.scipy.stats.descriptive import ModeResult, mode, rankdata, sem
+from lamina.scipy.stats.kde import gaussian_kde
 
 __all__ = [
     "ModeResult",
@@ -41,6 +42,7 @@ __all__ = [
     "dirichlet",
     "expon",
     "gamma",
+    "gaussian_kde",
     "gennorm",
     "geom",
     "gumbel_l",

@@ -1,0 +1,312 @@
+"""``shard_map``: write the per-device program of a mesh by hand.
+
+``shard_map(f, mesh=mesh, in_specs=P('x'), out_specs=P('x'))(xs)`` runs ``f``
+once per device along the mesh's manual axes (``axis_names``, default all) on
+that device's block of each argument (the argument cut along the dimensions
+its ``PartitionSpec`` names), and assembles the results from the per-device
+blocks by ``out_specs``. Inside ``f``, collectives (``psum``, ``all_gather``,
+``ppermute``, ``axis_index``...) communicate over the manual axes.
+
+The body is traced at once (initial style) on block types with the manual
+axes bound, into a ``shard_map_p`` equation (tracing-core) whose jaxpr names
+its arguments and results as the user wrote them. Under ``jit`` it lowers to
+a manual computation (mlir-lowering); called eagerly, it runs as a ``jit`` of
+that one equation with the outputs laid out as ``out_specs`` says. Traces are
+cached per function, argument structure, block types and specs.
+
+Errors name the function, the argument (``args[1]``, ``x['w']``) or result
+path, and the axis: a spec longer than the argument's rank, an axis not in the
+mesh or not manual, a dimension the axes' sizes do not divide, a collective
+over an axis that is not manual, an ``out_specs`` entry claiming a replication
+the body does not give (``check_vma``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from lamina_interpreters_pxla.sharding import Mesh, NamedSharding, PartitionSpec
+from lamina_interpreters_pxla.sharding import get_current_mesh
+from lamina_linear_util import api_util
+from lamina_linear_util import tree_util as tu
+from lamina_mlir_lowering import UNSPECIFIED
+from lamina_tracing_core import core, dtypes
+from lamina_tracing_core import sharding_in_types as sit
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_body
+from lamina_tracing_core.errors import UnboundAxisNameError
+from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
+from lamina_tracing_core.mesh import type_sharding
+from lamina_tracing_core.shard_map import (
+    Spec,
+    block_aval,
+    check_replication,
+    manual_axes_bound,
+    shard_map_p,
+)
+
+from lamina_sharded_jit.jaxpr_cache import memoize_on_jaxpr
+from lamina_sharded_jit.primitive import pjit_p
+
+__all__ = ["shard_map", "ShardMapError"]
+
+
+class ShardMapError(ValueError):
+    """A ``shard_map`` whose specs do not fit its mesh or its arguments."""
+
+
+def shard_map(f: Callable[..., Any] | None = None, /, *, out_specs: Any, in_specs: Any = None,
+              mesh: Any = None, axis_names: Any = frozenset(), check_vma: bool = True) -> Any:
+    """``f`` mapped over the blocks of its arguments, one call per device along
+    the manual axes of ``mesh``.
+
+    Args:
+      f: the per-device function (block arguments, block results).
+      out_specs: a ``PartitionSpec`` per result (a tree prefix of the results):
+        which mesh axes each result dimension is assembled along; a manual
+        axis it does not name means the result is the same on every device
+        along it (checked when ``check_vma``).
+      in_specs: a ``PartitionSpec`` per positional argument (a tree prefix of
+        the arguments): which mesh axes each argument dimension is split over.
+      mesh: the ``Mesh`` (default: the one of ``set_mesh`` / ``with mesh:``).
+      axis_names: the manual axes (default: all of the mesh's); the others
+        stay automatic, partitioned by the compiler.
+      check_vma: check that results claimed replicated do not vary over the
+        axes their ``out_specs`` leave out.
+
+    Usable as a decorator factory: ``@partial(shard_map, mesh=m, ...)`` or
+    ``shard_map(mesh=m, in_specs=..., out_specs=...)(f)``.
+    """
+    if f is None:
+        return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                 axis_names=axis_names, check_vma=check_vma)
+    api_util.check_callable(f)
+    if in_specs is None:
+        raise TypeError(f"shard_map({api_util.fun_name(f)}): in_specs is required (a "
+                        f"PartitionSpec per argument)")
+    mapped = _ShardMapped(f, mesh, in_specs, out_specs, axis_names, bool(check_vma))
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return mapped(*args, **kwargs)
+
+    return wrapper
+
+
+class _ShardMapped:
+    def __init__(self, f: Callable[..., Any], mesh: Any, in_specs: Any, out_specs: Any,
+                 axis_names: Any, check_vma: bool):
+        self.f = f
+        self.name = api_util.fun_name(f)
+        self.mesh = mesh
+        self.in_specs = in_specs
+        self.out_specs = out_specs
+        self.axis_names = frozenset(axis_names) if not isinstance(axis_names, str) \
+            else frozenset((axis_names,))
+        self.check_vma = check_vma
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise TypeError(f"shard_map({self.name}) takes its arguments positionally (their "
+                            f"in_specs are positional), got keyword arguments "
+                            f"{sorted(kwargs)}")
+        mesh = _resolve_mesh(self.mesh, self.name)
+        manual = _manual_axes(mesh, self.axis_names, self.name)
+        dbg = api_util.debug_info("shard_map", self.f, args, {})
+        flat_args, in_tree = tu.tree_flatten(args)
+        names = tuple(dbg.arg_names)
+        avals = [get_aval(x) for x in flat_args]
+        specs = api_util.flatten_axes(f"shard_map({self.name}) in_specs", in_tree,
+                                      _as_prefix(self.in_specs))
+        in_specs = tuple(_check_spec(s, a, mesh, manual, self.name, "in_specs", "argument", n,
+                                     check_divisible=True)
+                         for s, a, n in zip(specs, avals, names))
+        blocks = tuple(block_aval(a, s, mesh) for a, s in zip(avals, in_specs))
+        traced = _trace(self, mesh, manual, in_tree, blocks, in_specs, dbg)
+        outs = shard_map_p.bind(*traced.consts, *flat_args, **traced.params)
+        return tu.tree_unflatten(traced.out_tree, outs)
+
+
+class _Traced:
+    __slots__ = ("consts", "out_tree", "params", "__weakref__")
+
+    def __init__(self, consts: list[Any], out_tree: Any, params: dict[str, Any]):
+        self.consts = consts
+        self.out_tree = out_tree
+        self.params = params
+
+
+#: Traces per function object (weak), keyed on everything the trace depends on.
+_trace_cache: weakref.WeakKeyDictionary[Any, dict[Hashable, _Traced]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
+           blocks: tuple[ShapedArray, ...], in_specs: tuple[Spec, ...], dbg: Any) -> _Traced:
+    key: Hashable | None
+    try:
+        key = (in_tree, blocks, in_specs, mesh, manual, sm.check_vma, _spec_key(sm.out_specs),
+               dbg.arg_names, core.bound_axis_names(), dtypes.x64_state.enabled)
+        hash(key)
+    except TypeError:
+        key = None
+    try:
+        table = _trace_cache.setdefault(sm.f, {}) if key is not None else None
+    except TypeError:  # not weakly referenceable
+        table = None
+    if table is not None and key in table:
+        return table[key]
+    with manual_axes_bound(mesh, manual):
+        try:
+            body: BodyTrace = trace_body(sm.f, in_tree, blocks, dbg)
+        except UnboundAxisNameError as e:
+            raise _unbound_axis_error(e, sm.name, mesh, manual) from None
+    jaxpr_dbg = body.jaxpr.jaxpr.debug_info
+    paths = jaxpr_dbg.result_paths if jaxpr_dbg is not None else ()
+    out_flat = api_util.flatten_axes(f"shard_map({sm.name}) out_specs", body.out_tree,
+                                     _as_prefix(sm.out_specs))
+    out_specs = tuple(
+        _check_spec(s, a, mesh, manual, sm.name, "out_specs", "result", p,
+                    check_divisible=False)
+        for s, a, p in zip(out_flat, body.out_avals, paths or (None,) * len(out_flat)))
+    const_specs = tuple(((),) * get_aval(c).ndim for c in body.consts)
+    all_in = const_specs + in_specs
+    if sm.check_vma:
+        check_replication(body.jaxpr, mesh, all_in, out_specs, manual, sm.name,
+                          list(paths))
+    params = dict(jaxpr=body.jaxpr, mesh=mesh, in_specs=all_in, out_specs=out_specs,
+                  manual_axes=manual, check_vma=sm.check_vma, name=sm.name)
+    traced = _Traced(body.consts, body.out_tree, params)
+    if table is not None and not any(isinstance(c, core.Tracer) for c in body.consts):
+        table[key] = traced
+    return traced
+
+
+def _spec_key(specs: Any) -> Hashable:
+    leaves, tree = tu.none_leaf_registry.flatten(_as_prefix(specs))
+    return tree, tuple(leaves)
+
+
+def _as_prefix(specs: Any) -> Any:
+    """Lists in spec trees are tuples (as JAX's ``in_specs=[P('x'), P()]``)."""
+    if isinstance(specs, list):
+        return tuple(_as_prefix(s) for s in specs)
+    return specs
+
+
+def _resolve_mesh(mesh: Any, name: str) -> Mesh:
+    if mesh is None:
+        mesh = get_current_mesh()
+        if mesh is None:
+            raise ShardMapError(f"shard_map({name}): no mesh was given and none is set; pass "
+                                f"mesh=... or call it under set_mesh(mesh)")
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"shard_map({name}): mesh must be a Mesh, got {mesh!r}")
+    return mesh
+
+
+def _manual_axes(mesh: Mesh, axis_names: frozenset[Any], name: str) -> tuple[str, ...]:
+    if not axis_names:
+        return tuple(mesh.axis_names)
+    unknown = sorted(str(a) for a in axis_names if a not in mesh.axis_names)
+    if unknown:
+        raise ShardMapError(f"shard_map({name}): axis_names {sorted(map(str, axis_names))} "
+                            f"name axes {unknown} that are not in the mesh, whose axes are "
+                            f"{mesh.axis_names}")
+    return tuple(a for a in mesh.axis_names if a in axis_names)
+
+
+def _check_spec(spec: Any, aval: ShapedArray, mesh: Mesh, manual: tuple[str, ...], name: str,
+                what: str, kind: str, path: str | None, *, check_divisible: bool) -> Spec:
+    """``spec`` as one tuple of axes per dimension of ``aval``, after checking it."""
+    where = f"shard_map({name}): {what} for {kind} {path or '(unnamed)'}"
+    if spec is None:
+        spec = PartitionSpec()
+    if not isinstance(spec, PartitionSpec):
+        raise TypeError(f"{where} must be a PartitionSpec, got {spec!r}")
+    if len(spec) > aval.ndim:
+        raise ShardMapError(f"{where} is {spec!r} of length {len(spec)}, but the {kind} has "
+                            f"rank {aval.ndim} (type {aval.str_short()})")
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    dims: list[tuple[str, ...]] = []
+    seen: set[str] = set()
+    for d, entry in enumerate(tuple(spec) + (None,) * (aval.ndim - len(spec))):
+        axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+        for a in axes:
+            if a not in sizes:
+                raise ShardMapError(f"{where} is {spec!r}, which names the axis {a!r}, not in "
+                                    f"the mesh with axis names {mesh.axis_names}")
+            if a not in manual:
+                raise ShardMapError(f"{where} is {spec!r}, which names the axis {a!r}, not "
+                                    f"one of the manual axes {manual} (axis_names)")
+            if a in seen:
+                raise ShardMapError(f"{where} is {spec!r}, which uses the axis {a!r} twice")
+            seen.add(a)
+        count = math.prod(sizes[a] for a in axes)
+        if check_divisible and aval.shape[d] % count:
+            raise ShardMapError(
+                f"{where} is {spec!r}: dimension {d} of the {kind} (type {aval.str_short()}) "
+                f"has size {aval.shape[d]}, not divisible by {count}, the size of the mesh "
+                f"axes {axes} it is split over")
+        dims.append(axes)
+    return tuple(dims)
+
+
+def _unbound_axis_error(e: UnboundAxisNameError, name: str, mesh: Mesh,
+                        manual: tuple[str, ...]) -> Exception:
+    axis = e.axis_name
+    if axis in mesh.axis_names:
+        return NameError(
+            f"shard_map({name}): a collective names the mesh axis {axis!r}, which is not "
+            f"manual here (the manual axes are {manual}; axis_names leaves {axis!r} "
+            f"automatic). Collectives inside shard_map work over manual axes only.")
+    return NameError(f"shard_map({name}): {e}; the mesh's axes are {mesh.axis_names}")
+
+
+# --- the eager impl: jit of the one equation ---------------------------------------------------
+def _partition_spec(spec: Spec) -> PartitionSpec:
+    return PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
+                           for axes in spec])
+
+
+def _wrapper_jaxpr(body: ClosedJaxpr, frozen: tuple[tuple[str, Any], ...],
+                   in_avals: tuple[ShapedArray, ...]) -> ClosedJaxpr:
+    params = dict(frozen, jaxpr=body)
+    dbg = body.jaxpr.debug_info
+    names = dbg.arg_names if dbg is not None else (None,) * len(in_avals)
+    paths = dbg.result_paths if dbg is not None else (None,) * len(body.out_avals)
+    src = dbg.func_src_info if dbg is not None else None
+    return retrace(lambda *a: shard_map_p.bind(*a, **params), in_avals,
+                   JaxprDebugInfo("shard_map", src, tuple(names), tuple(paths)))
+
+
+_wrapper_memo = memoize_on_jaxpr(_wrapper_jaxpr)
+
+
+def _impl(*args: Any, **params: Any) -> Any:
+    mesh = params["mesh"]
+    frozen = tuple(sorted((k, v) for k, v in params.items() if k != "jaxpr"))
+    in_avals = tuple(get_aval(a) for a in args)
+    jaxpr = _wrapper_memo(params["jaxpr"], frozen, in_avals)
+    out_sh = tuple(NamedSharding(mesh, _partition_spec(s)) for s in params["out_specs"])
+    return pjit_p.bind(*args, jaxpr=jaxpr, in_shardings=(UNSPECIFIED,) * len(args),
+                       out_shardings=out_sh, donated_invars=(False,) * len(args),
+                       name=f"shard_map_{params['name']}", keep_unused=True, inline=False,
+                       compiler_options_kvs=())
+
+
+shard_map_p.def_impl(_impl)
+
+
+def _out_type_shardings(*avals: ShapedArray, mesh: Mesh, out_specs: tuple[Spec, ...],
+                        jaxpr: ClosedJaxpr, **_: Any) -> list[Any]:
+    """Results are typed by their out_specs over the mesh's Explicit axes."""
+    return [type_sharding(mesh.abstract_mesh, s, a.ndim)
+            for s, a in zip(out_specs, jaxpr.out_avals)]
+
+
+sit.register(shard_map_p, _out_type_shardings)
