@@ -117,6 +117,18 @@ def test_log_compiles_names_the_function_arguments_and_time(caplog) -> None:
                "argument params['w'] changed" in m for m in explained), explained
 
 
+
+def test_log_compiles_context_manager_scopes_the_setting(caplog) -> None:
+    assert lx.log_compiles.value is False
+    with caplog.at_level("WARNING"), lx.log_compiles(True):
+        assert lx.config.read("jax_log_compiles") is True
+        lx.jit(lambda v: v * 3.0)(jnp.ones(5))
+    assert lx.log_compiles.value is False
+    lx.jit(lambda v: v * 4.0)(jnp.ones(5))
+    compiles = [r.getMessage() for r in caplog.records if r.name == "lamina.compiles"
+                and "jit(<lambda>)" in r.getMessage()]
+    assert len(compiles) == 1 and "arguments: v: f32[5]" in compiles[0], compiles
+
 def test_pmap_results_are_checked(nan_checks, devices8) -> None:
     with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in "
                                                  r"pmap\(<lambda>\)'s result"):

@@ -51,6 +51,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "process_indices": ("lamina.runtime_api", "process_indices"),
     "live_arrays": ("lamina.runtime_api", "live_arrays"),
     "explain_cache_misses": ("lamina.runtime_api", "explain_cache_misses"),
+    "log_compiles": ("lamina.runtime_api", "log_compiles"),
     "host_id": ("lamina.runtime_api", "host_id"),
     "host_count": ("lamina.runtime_api", "host_count"),
     "host_ids": ("lamina.runtime_api", "host_ids"),

@@ -16,6 +16,7 @@ import numpy as np
 from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array, wrap_impl
+from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.sharding import Mesh
 from lamina_tracing_core.mesh import AxisType
 from lamina_linear_util import tree_util as tu
@@ -25,7 +26,7 @@ from lamina_tracing_core import dtypes, trace_settings
 from lamina.__about__ import __version__
 
 __all__ = ["copy_to_host_async", "default_device", "default_matmul_precision", "enable_x64",
-           "explain_cache_misses", "host_count", "host_id", "host_ids", "live_arrays",
+           "explain_cache_misses", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
            "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices"]
 
@@ -105,6 +106,22 @@ def _explain_scope(enabled: bool = True) -> Iterator[None]:
 #: program missed its cache, for a block.
 explain_cache_misses: ContextFlag[bool] = ContextFlag(
     "jax_explain_cache_misses", explain_cache_misses_enabled, _explain_scope)
+
+
+@contextmanager
+def _log_compiles_scope(enabled: bool = True) -> Iterator[None]:
+    previous = compile_log.enabled
+    compile_log.enabled = bool(enabled)
+    try:
+        yield
+    finally:
+        compile_log.enabled = previous
+
+
+#: ``with lamina.log_compiles(True):`` logs each compilation (function name,
+#: argument signature by path, compile time) on the ``lamina.compiles`` logger.
+log_compiles: ContextFlag[bool] = ContextFlag(
+    "jax_log_compiles", lambda: compile_log.enabled, _log_compiles_scope)
 
 
 def _renamed(old: str, new: str) -> None:
