@@ -50,7 +50,9 @@ def test_concurrent_writers_then_processes_that_compile_nothing(tmp_path: Path) 
     # the compilation cache alone: traced again, compiled never
     warm = _result(_start(tmp_path, "--no-pmap"))
     assert warm["xla_compiles"] == 0 and warm["logged_compiles"] == 0, warm
-    assert all(r["logged_compiles"] >= 1 for r in cold), cold
+    # a writer that starts late may already find another's entry on disk
+    assert all(r["logged_compiles"] >= 1 or r["disk"]["hits"] >= 1 for r in cold), cold
+    assert any(r["logged_compiles"] >= 1 for r in cold), cold
     assert warm["disk"]["errors"] == 0 and warm["disk"]["hits"] > 0
     assert warm["traces"] > 0
     # with the trace cache: the train step is neither traced nor compiled

@@ -175,8 +175,11 @@ def live_arrays(platform: str | None = None) -> list[Array]:
     """Every array alive on ``platform``'s backend (the default backend when
     None), including ones lamina holds itself (cached constants). Each is a
     new ``Array`` over the live buffers: deleting it frees them, but it is not
-    the same Python object as the array the program holds."""
-    return [wrap_impl(impl) for impl in backends.get_backend(platform).live_arrays()]
+    the same Python object as the array the program holds. Buffers the
+    runtime keeps without a type (no aval: internal ones, such as effect
+    tokens) are left out."""
+    return [wrap_impl(impl) for impl in backends.get_backend(platform).live_arrays()
+            if getattr(impl, "aval", None) is not None]
 
 
 def process_indices(backend: Any = None) -> list[int]:

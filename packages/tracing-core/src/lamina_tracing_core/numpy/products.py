@@ -78,7 +78,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         y_axis = 0 if ny == 1 else ny - 2
         _check_contract("matmul", _util.shape_of(x), nx - 1, _util.shape_of(y), y_axis, (a, b))
         return dot_general(x, y, ((nx - 1,), (y_axis,)), ((), ()), precision,
-                           preferred_element_type)
+                           preferred_element_type, out_sharding)
     if nx == 1:
         x = lax.expand_dims(x, (0,))
     if ny == 1:
