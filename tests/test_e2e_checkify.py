@@ -57,3 +57,45 @@ def test_checks_in_loops_and_outside_checkify() -> None:
         checkify.check(jnp.float32(-1) > 0, "eager {}", 1)
     with pytest.raises(Exception, match=r"checkify.check\('no'\).*without checkify"):
         lx.jit(lambda x: (checkify.check(x > 0, "no"), x)[1])(1.0)
+
+
+def test_checks_in_a_while_condition_and_under_grad() -> None:
+    def h(x):
+        def cond_fun(c):
+            checkify.check(c < 4.0, "cond saw {}", c)
+            return c < 5.0
+
+        return lx.lax.while_loop(cond_fun, lambda c: c + 1.0, x)
+
+    err, out = lx.jit(checkify.checkify(h))(0.0)
+    assert err.get().startswith("cond saw 4.0") and float(out) == 5.0
+    err, _ = checkify.checkify(h)(-3.0)
+    assert err.get().startswith("cond saw 4.0")
+    err, out = checkify.checkify(h)(10.0)  # the first evaluation already fails
+    assert err.get().startswith("cond saw 10.0") and float(out) == 10.0
+
+    def loss(x):
+        err, y = checkify.checkify(f)(x, 1)
+        return y
+
+    assert abs(float(lx.grad(loss)(3.0)) - 0.5) < 1e-6  # d/dx log(x - 1) at 3
+    err, g = lx.jit(checkify.checkify(lx.grad(lambda x: f(x, 1))))(-2.0)
+    assert err.get().startswith("x must be positive, got -2.0")
+
+
+def test_index_checks_cover_scatters() -> None:
+    dnums = lx.lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                           scatter_dims_to_operand_dims=(0,))
+
+    def put(x, idx):
+        return lx.lax.scatter_add(x, idx, jnp.ones((1, 2)), dnums,
+                                  mode=lx.lax.GatherScatterMode.FILL_OR_DROP)
+
+    checked = lx.jit(checkify.checkify(put, errors=checkify.index_checks))
+    err, out = checked(jnp.zeros((3, 2)), jnp.array([[2]]))
+    assert err.get() is None and out.tolist() == [[0, 0], [0, 0], [1, 1]]
+    err, _ = checked(jnp.zeros((3, 2)), jnp.array([[3]]))
+    assert err.get().startswith("out-of-bounds indexing for array of type f32[3,2] in "
+                                "scatter-add at ")
+    err, _ = checked(jnp.zeros((3, 2)), jnp.array([[-1]]))
+    assert "scatter-add" in err.get()

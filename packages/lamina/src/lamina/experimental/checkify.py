@@ -34,7 +34,17 @@ from lamina_tracing_core.control_flow import cond_p, scan, scan_p, switch, while
 from lamina_tracing_core.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal
 from lamina_tracing_core.lax.elementwise import div_p, rem_p
-from lamina_tracing_core.lax.indexing import dynamic_slice_p, dynamic_update_slice_p, gather_p
+from lamina_tracing_core.lax.indexing import (
+    dynamic_slice_p,
+    dynamic_update_slice_p,
+    gather_p,
+    scatter_add_p,
+    scatter_max_p,
+    scatter_min_p,
+    scatter_mul_p,
+    scatter_p,
+    scatter_sub_p,
+)
 from lamina_tracing_core.source_info import current_source_info
 
 __all__ = [
@@ -178,15 +188,32 @@ def _out_of_bounds(eqn: JaxprEqn, invals: Sequence[Any]) -> Any:
         shape = eqn.invars[0].aval.shape
         bad = [jnp.logical_or(s < 0, s > shape[d] - sizes[d]) for d, s in enumerate(starts)]
         del operand
-    else:  # gather: the index vector is the last axis of the indices
-        dnums, sizes = eqn.params["dimension_numbers"], eqn.params["slice_sizes"]
-        shape = eqn.invars[0].aval.shape
-        indices = invals[1]
+    else:  # gather or scatter: the index vector is the last axis of the indices
+        dnums, shape, indices = eqn.params["dimension_numbers"], eqn.invars[0].aval.shape, invals[1]
+        if prim is gather_p:
+            sizes, index_map = eqn.params["slice_sizes"], dnums.start_index_map
+        else:
+            sizes, index_map = _scatter_window_sizes(eqn), dnums.scatter_dims_to_operand_dims
         bad = []
-        for k, d in enumerate(dnums.start_index_map):
+        for k, d in enumerate(index_map):
             idx = indices[..., k]
             bad.append(jnp.any(jnp.logical_or(idx < 0, idx > shape[d] - sizes[d])))
     return jnp.any(jnp.stack([jnp.asarray(b) for b in bad])) if bad else jnp.asarray(False)
+
+
+def _scatter_window_sizes(eqn: JaxprEqn) -> list[int]:
+    """The size of a scatter's update window along each operand dimension:
+    1 for inserted and batching dimensions, else the matching window
+    dimension of the updates (they come in operand order)."""
+    dnums = eqn.params["dimension_numbers"]
+    unit = set(dnums.inserted_window_dims) | set(dnums.operand_batching_dims)
+    window = iter(eqn.invars[2].aval.shape[d] for d in dnums.update_window_dims)
+    return [1 if d in unit else next(window) for d in range(eqn.invars[0].aval.ndim)]
+
+
+_SCATTERS = (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
+             scatter_max_p)
+_INDEXED = (dynamic_slice_p, dynamic_update_slice_p, gather_p, *_SCATTERS)
 
 
 def _fixed(message: str) -> Callable[[Sequence[Any]], str]:
@@ -211,7 +238,7 @@ def _automatic(state: _State, eqn: JaxprEqn, invals: Sequence[Any], outs: Sequen
             eqn.invars[1].aval.dtype.kind in "iu":
         site = sites.site(("div", id(eqn)), _fixed(f"division by zero {_where(eqn)}"))
         state = _fail_if(state, jnp.any(invals[1] == 0), site)
-    if _INDEX in errors and prim in (dynamic_slice_p, dynamic_update_slice_p, gather_p):
+    if _INDEX in errors and prim in _INDEXED:
         shape = eqn.invars[0].aval.str_short()
         site = sites.site(("index", id(eqn)), _fixed(
             f"out-of-bounds indexing for array of type {shape} in {prim.name} {_where(eqn)}"))
@@ -304,11 +331,19 @@ def _while(eqn: JaxprEqn, invals: list[Any], state: _State,
                        sites)
         return outs[0]
 
+    def cond_checks(st: _State, carry: list[Any]) -> _State:
+        # the predicate itself cannot return the state, so the checks of each
+        # of its evaluations are taken here: once on the initial carry, then
+        # on each carry the body produces (the last one included)
+        _, st = _run(cond_jaxpr.jaxpr, cond_jaxpr.consts, [*cond_consts, *carry], st, sites)
+        return st
+
     def body_fun(carry: tuple[_State, list[Any]]) -> tuple[_State, list[Any]]:
         outs, st = _run(body_jaxpr.jaxpr, body_jaxpr.consts, [*body_consts, *carry[1]],
                         carry[0], sites)
-        return st, outs
+        return cond_checks(st, outs), outs
 
+    state = cond_checks(state, list(init))
     new_state, outs = while_loop(cond_fun, body_fun, (state, list(init)))
     return list(outs), new_state
 
