@@ -281,11 +281,16 @@ def test_callbacks_in_an_spmd_program_run_once(capfd, devices8) -> None:
 
     @lx.jit
     def f(x):
-        lx.debug.print("sum {}", jnp.sum(x), ordered=True)
+        lx.debug.print("sum {}", jnp.sum(x))
         return lx.pure_callback(lambda a: a * 2, lx.ShapeDtypeStruct(x.shape, x.dtype), x) + 1
 
     np.testing.assert_allclose(np.asarray(f(x)), np.arange(16.0) * 2 + 1)
     assert _lines(capfd) == ["sum 120.0"]
+    # as JAX's: an ordered effect has no single order over several devices
+    with pytest.raises(ValueError, match=r"ordered effects are not supported for more than 1 "
+                                         r"device: \[OrderedDebug\] \(jit\(<lambda>\) runs on 8 "
+                                         r"devices"):
+        lx.jit(lambda x: (lx.debug.print("{}", x, ordered=True), x)[1])(x)
 
 
 def test_inspect_array_sharding_inside_jit(devices8) -> None:

@@ -50,6 +50,7 @@ from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
 from lamina_mlir_lowering.lowering import sanitize_module_name
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.effects import ordered_effects
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 from lamina_tracing_core.shard_map import shard_map_p
 
@@ -281,6 +282,7 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
     meshes = [s for s in nested if s.label.startswith("the mesh of shard_map")]
     sources = meshes + sources + [s for s in nested if s not in meshes]
     devices = program_devices(name, sources, device)
+    _check_ordered_effects(jaxpr, name, len(devices))
     prefer = [s.sharding for s in meshes]
     specs_in, mesh_shape, mesh = lowering_specs(in_sh, in_avals, in_labels, devices,
                                                 extra=[s.sharding for s in nested] + list(out_sh),
@@ -300,6 +302,17 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
     return LoweredProgram(lowering, name, tuple(arg_names), tuple(res_names), list(in_avals),
                           list(out_avals), tuple(devices), mesh, tuple(target), in_sh, out_sh,
                           donated, committed or any_explicit, compiler_options_kvs)
+
+
+def _check_ordered_effects(jaxpr: ClosedJaxpr, name: str, num_devices: int) -> None:
+    """JAX's rule: ordered effects (``ordered=True`` prints and callbacks)
+    have one order only on one device, so a program over several refuses them."""
+    ordered = ordered_effects(jaxpr.effects)
+    if ordered and num_devices > 1:
+        raise ValueError(
+            f"The following ordered effects are not supported for more than 1 device: "
+            f"[{', '.join(str(e) for e in ordered)}] (jit({name}) runs on {num_devices} "
+            f"devices; use ordered=False)")
 
 
 def _without_dead_code(jaxpr: ClosedJaxpr) -> ClosedJaxpr:
