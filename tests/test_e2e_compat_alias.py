@@ -213,7 +213,12 @@ def test_names_versions_and_modules_under_the_alias():
             assert "also_missing" in str(e)
         else:
             raise AssertionError("from jax import also_missing did not raise")
-        for missing in ("jax.not_a_module", "jax.demo", "jax.compat", "jax.numpy.not_a_module"):
+        # jax.config is JAX's settings object, not a module (as in JAX 0.10.2)
+        from jax import config
+        config.update("jax_enable_x64", False)
+        assert jax.config is config
+        for missing in ("jax.not_a_module", "jax.demo", "jax.compat", "jax.numpy.not_a_module",
+                        "jax.config"):
             try:
                 __import__(missing)
             except ModuleNotFoundError:

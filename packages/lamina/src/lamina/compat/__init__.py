@@ -48,6 +48,11 @@ JAX_API_VERSION_INFO = (0, 10, 2)
 #: lamina's top-level modules that are not JAX's; ``jax.<name>`` does not map to them.
 LAMINA_ONLY = frozenset({"__about__", "__main__", "api_extras", "compat", "demo", "sharded_jit"})
 
+#: JAX names that are objects, not modules: ``jax.config`` is the settings
+#: object, and ``import jax.config`` fails in JAX 0.10 (lamina's is a module,
+#: which the alias therefore does not offer for import).
+NOT_IMPORTABLE = frozenset({"config"})
+
 #: ``jax.version``: made by the alias (not a lamina module: lamina's own
 #: version is ``lamina.__version__``), reporting the JAX API version.
 _VERSION_MODULE = "version"
@@ -102,7 +107,7 @@ def _lamina() -> types.ModuleType:
 
 def _lamina_module_exists(path: str) -> bool:
     """Whether ``jax.<path>`` has a lamina module to map to."""
-    if path.split(".", 1)[0] in LAMINA_ONLY:
+    if path.split(".", 1)[0] in LAMINA_ONLY or path in NOT_IMPORTABLE:
         return False
     try:
         return importlib.util.find_spec(f"lamina.{path}") is not None
