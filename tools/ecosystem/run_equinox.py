@@ -20,18 +20,15 @@ when every test ran passed or skipped, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import collections
 import concurrent.futures
-import dataclasses
 import importlib.metadata
-import json
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from run_optax import FileResult, _table, run_file
+from run_optax import FileResult, report, run_file
 
 
 def sdist_tests(workdir: Path) -> Path | None:
@@ -89,16 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {r.path}: {r.passed} passed, {r.failed} failed, {r.skipped} skipped, "
                       f"{r.errors} errors ({r.seconds:.0f} s)", flush=True)
     results.sort(key=lambda r: r.path)
-    print()
-    print(_table(results))
-    causes = collections.Counter(c for r in results for c in r.causes)
-    if causes:
-        print("\nmost frequent failure causes (failed or errored tests per cause):")
-        for cause, count in causes.most_common(args.causes):
-            print(f"  {count:>5}  {cause}")
-    if args.json:
-        args.json.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
-    return 0 if all(r.failed == 0 and r.errors == 0 for r in results) else 1
+    return report(results, args.causes, args.json)
 
 
 if __name__ == "__main__":

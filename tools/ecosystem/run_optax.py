@@ -175,15 +175,21 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {r.path}: {r.passed} passed, {r.failed} failed, {r.skipped} skipped, "
                       f"{r.errors} errors ({r.seconds:.0f} s)", flush=True)
             results = sorted((fut.result() for fut in futures), key=lambda r: r.path)
+    return report(results, args.causes, args.json)
+
+
+def report(results: list[FileResult], top_causes: int, json_path: Path | None) -> int:
+    """Prints the table and the most frequent failure causes, writes the JSON
+    file when asked, and returns the exit status (0: nothing failed)."""
     print()
     print(_table(results))
     causes = collections.Counter(c for r in results for c in r.causes)
     if causes:
         print("\nmost frequent failure causes (failed or errored tests per cause):")
-        for cause, count in causes.most_common(args.causes):
+        for cause, count in causes.most_common(top_causes):
             print(f"  {count:>5}  {cause}")
-    if args.json:
-        args.json.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
+    if json_path:
+        json_path.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
     return 0 if all(r.failed == 0 and r.errors == 0 for r in results) else 1
 
 
