@@ -36,8 +36,8 @@ from typing import Any
 
 from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.ad_util import Zero, instantiate_zeros
+from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprEqn
 from lamina_tracing_core.primitives import Primitive
@@ -142,11 +142,7 @@ def _pjit_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
         out_shardings=out_sh + tuple(s for s, nz in zip(out_sh, out_nz) if nz),
         donated_invars=tuple(params["donated_invars"]) + (False,) * len(nz_tangents))
     outs = pjit_p.bind(*primals, *nz_tangents, **new_params)
-    n = len(out_nz)
-    primals_out, nz_out = list(outs[:n]), iter(outs[n:])
-    tangents_out = [next(nz_out) if nz else Zero(tangent_aval(get_aval(p)))
-                    for p, nz in zip(primals_out, out_nz)]
-    return primals_out, tangents_out
+    return ad.split_jvp_outputs(outs, out_nz)
 
 
 ad.primitive_jvps[pjit_p] = _pjit_jvp

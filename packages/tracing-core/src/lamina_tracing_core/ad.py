@@ -375,12 +375,19 @@ def jvp(fun: WrappedFun, primals: Sequence[Any], tangents: Sequence[Any], *,
     nz_tangents = [t for t in tangents if type(t) is not Zero]
     fun_jvp, out_nz_thunk = jvp_fun(fun, nonzeros, instantiate)
     outs = fun_jvp.call_wrapped(*primals, *nz_tangents)
-    out_nz = out_nz_thunk()
+    return split_jvp_outputs(outs, out_nz_thunk())
+
+
+def split_jvp_outputs(outs: Sequence[Any], out_nz: Sequence[bool]
+                      ) -> tuple[list[Any], list[Any]]:
+    """``(primals, tangents)`` from the outputs of a JVP that returns every
+    primal and then only the non-zero tangents (``out_nz`` says which); the
+    others become symbolic ``Zero``s."""
     n = len(out_nz)
-    out_primals, nz_out = list(outs[:n]), iter(outs[n:])
-    out_tangents = [next(nz_out) if nz else Zero(tangent_aval(get_aval(p)))
-                    for p, nz in zip(out_primals, out_nz)]
-    return out_primals, out_tangents
+    primals, nz_out = list(outs[:n]), iter(outs[n:])
+    tangents = [next(nz_out) if nz else Zero(tangent_aval(get_aval(p)))
+                for p, nz in zip(primals, out_nz)]
+    return primals, tangents
 
 
 def jvp_subtrace(fun: WrappedFun, main: MainTrace) -> WrappedFun:

@@ -179,11 +179,7 @@ def _remat_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, jaxpr: Jaxpr,
     nz_tangents = [t for t in tangents if type(t) is not Zero]
     outs = remat_p.bind(*consts, *primals, *nz_tangents, jaxpr=jvp_jaxpr,
                         prevent_cse=prevent_cse, differentiated=differentiated, policy=policy)
-    n = len(out_nz)
-    primals_out, nz_out = outs[:n], iter(outs[n:])
-    tangents_out = [next(nz_out) if nz else Zero(tangent_aval(get_aval(p)))
-                    for p, nz in zip(primals_out, out_nz)]
-    return list(primals_out), tangents_out
+    return ad.split_jvp_outputs(outs, out_nz)
 
 
 ad.primitive_jvps[remat_p] = _remat_jvp

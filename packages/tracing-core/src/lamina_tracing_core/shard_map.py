@@ -48,7 +48,7 @@ from typing import Any
 
 from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
+from lamina_tracing_core.ad_util import Zero, instantiate_zeros
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import retrace
 from lamina_tracing_core.effects import Effects, has_side_effects, remove_named_axes
@@ -159,11 +159,7 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
                 in_specs=in_specs + tuple(s for s, nz in zip(in_specs, nonzeros) if nz),
                 out_specs=out_specs + tuple(s for s, nz in zip(out_specs, out_nz) if nz))
     outs = shard_map_p.bind(*primals, *[t for t in tangents if type(t) is not Zero], **new)
-    n = len(out_nz)
-    primals_out, nz_out = list(outs[:n]), iter(outs[n:])
-    tangents_out = [next(nz_out) if nz else Zero(tangent_aval(get_aval(p)))
-                    for p, nz in zip(primals_out, out_nz)]
-    return primals_out, tangents_out
+    return ad.split_jvp_outputs(outs, out_nz)
 
 
 ad.primitive_jvps[shard_map_p] = _jvp
