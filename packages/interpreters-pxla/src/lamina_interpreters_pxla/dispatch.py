@@ -301,9 +301,10 @@ def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
 
     A call whose signature was seen before costs one dictionary lookup plus
     the program call: the key holds the primitive, its params, the x64 mode,
-    the device a ``default_device`` scope chooses, and per argument its type, shape and dtype (and for Arrays the sharding
-    and committed flag), which is everything the abstract-evaluation check,
-    the placement and the compiled program depend on.
+    the device a ``default_device`` scope chooses, and per argument its type,
+    shape and dtype (and for Arrays the sharding and committed flag), which is
+    everything the abstract-evaluation check, the placement and the compiled
+    program depend on.
     """
     parts: list[Any] = [prim, tuple(params.items()), _x64.enabled, _default.device]
     k: Hashable
