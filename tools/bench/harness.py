@@ -73,9 +73,16 @@ def worker_command(config: LaunchConfig, impl: Impl, name: str) -> list[str]:
     return cmd
 
 
+# Removed from every worker's environment: start-up rows (import, warm start)
+# must load modules as users do, from the .pyc files the warm-up process wrote,
+# not recompile every module's source in every measured process.
+WORKER_ENV_REMOVED = ("PYTHONDONTWRITEBYTECODE",)
+
+
 def worker_env(base: dict[str, str], repo_root: Path) -> dict[str, str]:
-    """``base`` with the fixed benchmark variables and the repo on PYTHONPATH."""
-    env = dict(base)
+    """``base`` with the fixed benchmark variables, without those that would make
+    a fresh process slower than a user's, and with the repo on PYTHONPATH."""
+    env = {k: v for k, v in base.items() if k not in WORKER_ENV_REMOVED}
     env.update(WORKER_ENV)
     path = [str(repo_root)]
     if env.get("PYTHONPATH"):
@@ -435,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "jax_blocked_in_lamina": not config.allow_jax_in_lamina and not aa_check,
                 "lamina_slot_runs": config.lamina_adapter,
                 "worker_env": dict(WORKER_ENV),
+                "worker_env_removed": list(WORKER_ENV_REMOVED),
             },
             "versions": outcome.versions,
             "wall_s": outcome.wall_s,

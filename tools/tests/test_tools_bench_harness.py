@@ -217,7 +217,9 @@ def test_blocker_makes_jax_look_absent() -> None:
 
 
 def test_worker_env_is_fixed_for_both_sides() -> None:
-    env = worker_env({"XLA_FLAGS": "--other", "PYTHONPATH": "/x"}, Path("/repo"))
+    env = worker_env({"XLA_FLAGS": "--other", "PYTHONPATH": "/x",
+                      "PYTHONDONTWRITEBYTECODE": "1"}, Path("/repo"))
+    assert "PYTHONDONTWRITEBYTECODE" not in env  # start-up rows load .pyc files
     assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8"
     assert env["JAX_PLATFORMS"] == "cpu"
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "1"

@@ -8,7 +8,15 @@ the library, sets the cache options, and times everything up to the first
 result of the MLP SGD step (import, tracing, lowering, loading or compiling,
 running). ``warm_start_both_caches`` adds lamina's persistent trace cache on
 the lamina side (JAX has none, so its side is the same as in
-``warm_start_compile_cache``).
+``warm_start_compile_cache``). ``cold_start_train_step`` is the same first
+step with no cache at all (tracing, lowering and compiling in every process):
+the figure the caches are measured against.
+
+Both sides pay the same floor before any of their own work: starting Python,
+importing numpy and jaxlib, creating the CPU client, and importing ml_dtypes,
+which jaxlib itself does at the first transfer of an array (it registers
+loops on NumPy's ufuncs: about 0.5 s of CPU with numpy 2.4 and ml_dtypes
+0.7); see the README's section on warm starts.
 """
 
 from __future__ import annotations
@@ -18,21 +26,23 @@ import os
 import tempfile
 
 from ..adapters import Adapter
-from ..registry import Bench, Goal, workload
+from ..registry import INFO, Bench, Goal, workload
 from .models import block_leaves, make_train_step, mlp_batch, mlp_params
 
 COMPILE_CACHE = Goal("warm_start_compile", "warm start (compilation cache)", 0.5)
 BOTH_CACHES = Goal("warm_start_both", "warm start (both caches)", 0.3)
 
 
-def _first_step(a: Adapter, variant: str, trace_cache: bool) -> Bench:
+def _first_step(a: Adapter, variant: str, trace_cache: bool, cache: bool = True) -> Bench:
     root = a.modules.root
 
     def run() -> object:
         api = importlib.import_module(root)
-        directory = os.path.join(tempfile.gettempdir(), f"bench-warm-start-{a.impl}-{variant}")
-        api.config.update("jax_compilation_cache_dir", directory)
-        api.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        if cache:
+            directory = os.path.join(tempfile.gettempdir(),
+                                     f"bench-warm-start-{a.impl}-{variant}")
+            api.config.update("jax_compilation_cache_dir", directory)
+            api.config.update("jax_persistent_cache_min_compile_time_secs", 0)
         if trace_cache and a.impl == "lamina":
             api.config.update("persistent_trace_cache", True)
         step = api.jit(make_train_step(a))
@@ -42,13 +52,17 @@ def _first_step(a: Adapter, variant: str, trace_cache: bool) -> Bench:
     return Bench(run=run, single_shot=True)
 
 
-def _register(name: str, goal: Goal, trace_cache: bool, description: str) -> None:
+def _register(name: str, goal: Goal, trace_cache: bool, description: str,
+              cache: bool = True) -> None:
     workload(name, area="warm_start", goal=goal, description=description,
              warmup_processes=1, warmup_iters=0, min_samples=1, timeout_s=300.0)(
-        lambda a: _first_step(a, name, trace_cache))
+        lambda a: _first_step(a, name, trace_cache, cache))
 
 
 _register("warm_start_compile_cache", COMPILE_CACHE, False,
           "fresh process to the first MLP train-step result, compilation cache warm")
 _register("warm_start_both_caches", BOTH_CACHES, True,
           "the same with lamina's persistent trace cache too (JAX: compilation cache)")
+_register("cold_start_train_step", INFO, False,
+          "fresh process to the first MLP train-step result, no persistent cache",
+          cache=False)
