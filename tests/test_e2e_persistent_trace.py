@@ -141,6 +141,26 @@ def test_a_restart_skips_tracing_and_keeps_the_names(program: Program) -> None:
     assert 'jax.arg_info = "y[\'w\']"' in text and "pt_program.py" in text
 
 
+def test_the_stages_after_a_hit_trace_once_and_match_a_cold_process(program: Program
+                                                                   ) -> None:
+    # an entry holds the lowered program, not the jaxpr: after a hit, .trace,
+    # .lower, make_jaxpr and transformations trace (once) as in a cold process
+    cold = lx.jit(program.restart().make_step(0.5))
+    cold(X, Y)
+    cold_text, cold_jaxpr = cold.lower(X, Y).as_text(), str(lx.make_jaxpr(cold)(X, Y))
+    step = lx.jit(program.restart().make_step(0.5))
+    before = dict(persistent_trace.stats), trace_stats["traces"]
+    step(X, Y)
+    assert persistent_trace.stats["hits"] == before[0]["hits"] + 1
+    assert trace_stats["traces"] == before[1]
+    assert step.lower(X, Y).as_text() == cold_text
+    assert trace_stats["traces"] > before[1]  # .lower traced: the entry holds no jaxpr
+    assert str(lx.make_jaxpr(step)(X, Y)) == cold_jaxpr
+    assert [str(e.primitive) for e in step.trace(X, Y).jaxpr.eqns][:1] == ["tanh"]
+    grad = lx.grad(lambda x: step(x, Y)["total"])(X)
+    np.testing.assert_allclose(np.asarray(grad), Y["w"], rtol=1e-6)
+
+
 CHANGES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # case: (what to write or pass the second time, the expected result's arguments)
     "function source": ({"source_extra": " * 3.0"}, {"extra": lambda h: h * 3.0}),

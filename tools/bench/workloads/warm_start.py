@@ -66,3 +66,21 @@ _register("warm_start_both_caches", BOTH_CACHES, True,
 _register("cold_start_train_step", INFO, False,
           "fresh process to the first MLP train-step result, no persistent cache",
           cache=False)
+
+
+def _floor(a: Adapter) -> Bench:
+    def run() -> object:
+        # What any jaxlib program pays first, whichever library drives it (the
+        # same code on both sides): numpy, ml_dtypes (jaxlib imports it at
+        # the first transfer), jaxlib, and the CPU client with its devices.
+        importlib.import_module("numpy")
+        importlib.import_module("ml_dtypes")
+        xla_client = importlib.import_module("jaxlib.xla_client")
+        return xla_client.make_cpu_client().devices()
+
+    return Bench(run=run, single_shot=True)
+
+
+workload("warm_start_floor", area="warm_start", goal=INFO,
+         description="the same start-up cost on both sides: numpy, ml_dtypes, jaxlib, client",
+         warmup_processes=1, warmup_iters=0, min_samples=1, timeout_s=300.0)(_floor)

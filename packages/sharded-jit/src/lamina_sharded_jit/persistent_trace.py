@@ -4,12 +4,28 @@ The persistent compilation cache (``lamina_interpreters_pxla.persistent_cache``)
 skips XLA in a restarted process, but tracing and lowering still run. With
 ``config.update('persistent_trace_cache', True)``, or per function
 ``jit(f, cache_trace=True)``, the first top-level call of each signature also
-stores its lowered program (the StableHLO bytecode with every name and
-location, and what the stages need around it: argument and result names and
-types, the output tree, donations, the pruned arguments) in
-``<compilation_cache_dir>/traces``. A later process calling the same function
-with the same signature rebuilds the program from that entry and takes the
-executable from the compilation cache: the function's Python body never runs.
+writes an entry to ``<compilation_cache_dir>/traces``. A later process calling
+the same function with the same signature rebuilds the program from that
+entry and takes the executable from the compilation cache: the function's
+Python body never runs, and nothing is lowered.
+
+**An entry holds** (one pickle per signature, ``<name>-<key>.lamina-trace``):
+the lowered module as StableHLO bytecode, with every argument and result name
+and source location; the other facts of the lowering (kept arguments, effect
+tokens, shardings of the module); the argument and result names; the input
+and output avals; the donated arguments and which inputs were committed; the
+compiler options; the device ids, the mesh (device ids, shape, axis names)
+and the platforms; the output tree (pickled with an example of its leaves);
+and the manifest below. The executable itself is the compilation cache's
+entry for that module.
+
+**It does not hold the jaxpr.** Its equations carry Python objects of the
+process that traced them (the functions of ``custom_jvp``/``custom_vjp`` and
+callbacks, source frames), so a jaxpr cannot be stored without losing what
+makes it one. A hit therefore serves calls only: the first ``.trace``,
+``.lower``, ``make_jaxpr``, ``eval_shape`` or transformation (``grad`` of the
+function) of that signature in the process traces as in a cold process, once
+(the in-memory caches keep the result), and gets the same program.
 
 Soundness is the point, so an entry is used only when everything the trace
 read is as it was. **The key** (computed before tracing) covers:
