@@ -87,7 +87,7 @@ def _compiles_after_restart(run: Any) -> tuple[int, Any, Any]:
     return compiler.compile_stats["xla_compiles"] - before, first, second
 
 
-@pytest.mark.parametrize("kind", ["jit", "pmap", "sharded_jit", "jit_mesh"])
+@pytest.mark.parametrize("kind", ["jit", "pmap", "sharded_jit", "jit_mesh", "shard_map"])
 def test_every_kind_of_program_loads_from_disk(cache_dir: Path, kind: str,
                                                devices8: list[Any]) -> None:
     x = np.arange(16.0, dtype=np.float32).reshape(8, 2)
@@ -107,12 +107,19 @@ def test_every_kind_of_program_loads_from_disk(cache_dir: Path, kind: str,
         def run() -> Any:
             return sharded_jit(body, in_parts=PartitionSpec(8, 1),
                                out_parts=PartitionSpec(8, 1))(x)
-    else:
+    elif kind == "jit_mesh":
         mesh = lx.sharding.Mesh(np.array(devices8), ("d",))
         sharding = lx.sharding.NamedSharding(mesh, lx.sharding.PartitionSpec("d"))
 
         def run() -> Any:
             return lx.jit(body, in_shardings=sharding, out_shardings=sharding)(x)
+    else:
+        mesh = lx.sharding.Mesh(np.array(devices8), ("d",))
+
+        def run() -> Any:
+            per_block = lx.shard_map(lambda v: lx.lax.psum(body(v), "d"), mesh=mesh,
+                                     in_specs=lx.P("d"), out_specs=lx.P())
+            return lx.jit(per_block)(x)
     compiles, first, second = _compiles_after_restart(run)
     assert compiles == 0
     np.testing.assert_array_equal(first, second)
