@@ -40,6 +40,7 @@ from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_body
 from lamina_tracing_core.errors import UnboundAxisNameError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
+from lamina_tracing_core.lax import collectives as lax_collectives
 from lamina_tracing_core.mesh import type_sharding
 from lamina_tracing_core.shard_map import (
     Spec,
@@ -125,7 +126,7 @@ class _ShardMapped:
         in_specs = tuple(_check_spec(s, a, mesh, manual, self.name, "in_specs", "argument", n,
                                      check_divisible=True)
                          for s, a, n in zip(specs, avals, names))
-        blocks = tuple(block_aval(a, s, mesh) for a, s in zip(avals, in_specs))
+        blocks = tuple(block_aval(a, s, mesh, self.check_vma) for a, s in zip(avals, in_specs))
         traced = _trace(self, mesh, manual, in_tree, blocks, in_specs, dbg)
         outs = shard_map_p.bind(*traced.consts, *flat_args, **traced.params)
         return tu.tree_unflatten(traced.out_tree, outs)
@@ -160,9 +161,10 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
         table = None
     if table is not None and key in table:
         return table[key]
-    with manual_axes_bound(mesh, manual):
+    with manual_axes_bound(mesh, manual, sm.check_vma):
+        fun = _typed_as_out_specs(sm, manual) if sm.check_vma else sm.f
         try:
-            body: BodyTrace = trace_body(sm.f, in_tree, blocks, dbg)
+            body: BodyTrace = trace_body(fun, in_tree, blocks, dbg)
         except UnboundAxisNameError as e:
             raise _unbound_axis_error(e, sm.name, mesh, manual) from None
     jaxpr_dbg = body.jaxpr.jaxpr.debug_info
@@ -176,14 +178,51 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
     const_specs = tuple(((),) * get_aval(c).ndim for c in body.consts)
     all_in = const_specs + in_specs
     if sm.check_vma:
-        check_replication(body.jaxpr, mesh, all_in, out_specs, manual, sm.name,
-                          list(paths))
+        check_replication(body.out_avals, mesh, out_specs, manual, sm.name, list(paths))
     params = dict(jaxpr=body.jaxpr, mesh=mesh, in_specs=all_in, out_specs=out_specs,
                   manual_axes=manual, check_vma=sm.check_vma, name=sm.name)
     traced = _Traced(body.consts, body.out_tree, params)
     if table is not None and not any(isinstance(c, core.Tracer) for c in body.consts):
         table[key] = traced
     return traced
+
+
+def _typed_as_out_specs(sm: _ShardMapped, manual: tuple[str, ...]) -> Callable[..., Any]:
+    """``sm.f`` with each result ``pvary``'d over the manual axes its
+    ``out_specs`` entry splits it over (a result invariant over them is as
+    good there), so results vary exactly where their entries say they may."""
+    @functools.wraps(sm.f)
+    def typed(*args: Any) -> Any:
+        out = sm.f(*args)
+        leaves, tree = tu.tree_flatten(out)
+        try:
+            specs = api_util.flatten_axes("out_specs", tree, _as_prefix(sm.out_specs))
+        except (ValueError, TypeError):
+            return out  # refused with the usual message once the trace is done
+        typed_leaves = []
+        for leaf, spec in zip(leaves, specs):
+            named = _spec_entry_axes(spec)
+            try:
+                vma = get_aval(leaf).vma
+            except TypeError:
+                typed_leaves.append(leaf)
+                continue
+            missing = tuple(a for a in manual if a in named and a not in vma)
+            typed_leaves.append(lax_collectives.pvary(leaf, missing) if missing else leaf)
+        return tu.tree_unflatten(tree, typed_leaves)
+
+    return typed
+
+
+def _spec_entry_axes(spec: Any) -> frozenset[Any]:
+    if not isinstance(spec, PartitionSpec):
+        return frozenset()
+    axes: set[Any] = set()
+    for entry in spec:
+        if entry is None:
+            continue
+        axes.update((entry,) if isinstance(entry, str) else tuple(entry))
+    return frozenset(axes)
 
 
 def _spec_key(specs: Any) -> Hashable:

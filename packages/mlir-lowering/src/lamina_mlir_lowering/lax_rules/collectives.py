@@ -230,6 +230,7 @@ def _axis_index(ctx: LoweringRuleContext, *, axis_name: Any, **params: Any) -> S
 
 
 register_lowering(lax.psum_p, _allreduce("add"))
+register_lowering(lax.psum_invariant_p, _allreduce("add"))
 register_lowering(lax.pmax_p, _allreduce("max"))
 register_lowering(lax.pmin_p, _allreduce("min"))
 register_lowering(lax.all_gather_p, _all_gather)
