@@ -96,9 +96,9 @@ class ShapedArray:
     def str_short(self) -> str:
         """``f32[3,4]`` (``f32[8@X,4]`` with a sharding in the type), the form
         jaxprs print."""
-        return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]{self._vma_str()}"
+        return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]{self.vma_str()}"
 
-    def _vma_str(self) -> str:
+    def vma_str(self) -> str:
         """``{V:i,j}`` for a value varying over manual axes, as JAX prints it."""
         if not self.vma:
             return ""
@@ -112,7 +112,7 @@ class ShapedArray:
     def str_long(self) -> str:
         """``float32[3,4]`` (``float32[8@X,4]`` with a sharding in the type),
         the form JAX's messages and reprs print."""
-        return f"{self.dtype.name}[{self._dims_str()}]{self._vma_str()}"
+        return f"{self.dtype.name}[{self._dims_str()}]{self.vma_str()}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
