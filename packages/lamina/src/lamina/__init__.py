@@ -85,6 +85,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "disable_jit": ("lamina_sharded_jit", "disable_jit"),
     "shard_map": ("lamina_sharded_jit.shard_map", "shard_map"),
     "set_mesh": ("lamina_interpreters_pxla.sharding", "set_mesh"),
+    "reshard": ("lamina_sharded_jit.explicit_sharding", "reshard"),
     # submodules
     "numpy": ("lamina.numpy", None),
     "lax": ("lamina.lax", None),

@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from lamina_interpreters_pxla.sharding import Mesh, NamedSharding, PartitionSpec
+from lamina_interpreters_pxla.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 from lamina_interpreters_pxla.sharding import get_current_mesh
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
@@ -86,9 +86,6 @@ def shard_map(f: Callable[..., Any] | None = None, /, *, out_specs: Any, in_spec
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                  axis_names=axis_names, check_vma=check_vma)
     api_util.check_callable(f)
-    if in_specs is None:
-        raise TypeError(f"shard_map({api_util.fun_name(f)}): in_specs is required (a "
-                        f"PartitionSpec per argument)")
     mapped = _ShardMapped(f, mesh, in_specs, out_specs, axis_names, bool(check_vma))
 
     @functools.wraps(f)
@@ -121,11 +118,21 @@ class _ShardMapped:
         flat_args, in_tree = tu.tree_flatten(args)
         names = tuple(dbg.arg_names)
         avals = [get_aval(x) for x in flat_args]
-        specs = api_util.flatten_axes(f"shard_map({self.name}) in_specs", in_tree,
-                                      _as_prefix(self.in_specs))
+        explicit = _all_explicit(mesh, manual)
+        if self.in_specs is None:
+            if not explicit:
+                raise TypeError(f"shard_map({self.name}): in_specs is required (a "
+                                f"PartitionSpec per argument) unless every manual axis is "
+                                f"Explicit, when the arguments' types give them")
+            specs = [_spec_of_type(a, manual) for a in avals]
+        else:
+            specs = api_util.flatten_axes(f"shard_map({self.name}) in_specs", in_tree,
+                                          _as_prefix(self.in_specs))
         in_specs = tuple(_check_spec(s, a, mesh, manual, self.name, "in_specs", "argument", n,
                                      check_divisible=True)
                          for s, a, n in zip(specs, avals, names))
+        if explicit and len(manual) == len(mesh.axis_names):
+            _check_specs_match_types(in_specs, avals, names, self.name)
         blocks = tuple(block_aval(a, s, mesh, self.check_vma) for a, s in zip(avals, in_specs))
         traced = _trace(self, mesh, manual, in_tree, blocks, in_specs, dbg)
         outs = shard_map_p.bind(*traced.consts, *flat_args, **traced.params)
@@ -225,6 +232,45 @@ def _spec_entry_axes(spec: Any) -> frozenset[Any]:
     return frozenset(axes)
 
 
+def _all_explicit(mesh: Mesh, manual: tuple[str, ...]) -> bool:
+    types = dict(zip(mesh.axis_names, mesh.axis_types))
+    return bool(manual) and all(types[a] is AxisType.Explicit for a in manual)
+
+
+def _type_dims(aval: ShapedArray) -> Spec:
+    """The mesh axes each dimension of ``aval``'s type is split over."""
+    spec = aval.sharding.spec if aval.sharding is not None else ()
+    return tuple(tuple(spec[d]) if d < len(spec) else () for d in range(aval.ndim))
+
+
+def _spec_of_type(aval: ShapedArray, manual: tuple[str, ...]) -> PartitionSpec:
+    """The in_specs entry an argument's type gives (its split over ``manual``)."""
+    dims = [tuple(a for a in axes if a in manual) for axes in _type_dims(aval)]
+    return PartitionSpec(*[None if not d else d[0] if len(d) == 1 else d for d in dims])
+
+
+def _p_str(spec: Spec) -> str:
+    parts = ["None" if not axes else repr(axes[0]) if len(axes) == 1 else repr(tuple(axes))
+             for axes in spec]
+    return f"P({', '.join(parts)})"
+
+
+def _check_specs_match_types(in_specs: tuple[Spec, ...], avals: list[ShapedArray],
+                             names: tuple[str | None, ...], fun_name: str) -> None:
+    """Over a mesh whose axes are all Explicit and all manual, an argument must
+    already be split as its in_specs entry says (as JAX 0.10 requires)."""
+    for spec, aval, name in zip(in_specs, avals, names):
+        have = _type_dims(aval)
+        if tuple(spec) != have:
+            raise ShardMapError(
+                f"shard_map({fun_name}): in_specs passed to shard_map: {_p_str(spec)} does "
+                f"not match the specs of the input: {_p_str(have)} for arg "
+                f"{name or '(unnamed)'}: {aval.str_long()}. `in_specs` is an optional "
+                f"argument so you can omit specifying it and shard_map will infer the "
+                f"in_specs from the arguments. If you want to reshard your inputs, you can "
+                f"use `reshard` on the arguments and then pass those args to shard_map.")
+
+
 def _spec_key(specs: Any) -> Hashable:
     leaves, tree = tu.none_leaf_registry.flatten(_as_prefix(specs))
     return tree, tuple(leaves)
@@ -308,8 +354,12 @@ def _unbound_axis_error(e: UnboundAxisNameError, name: str, mesh: Mesh,
 
 # --- the eager impl: jit of the one equation ---------------------------------------------------
 def _partition_spec(spec: Spec) -> PartitionSpec:
+    """``spec`` as the user wrote it (trailing unsplit dimensions left out)."""
+    dims = list(spec)
+    while dims and not dims[-1]:
+        dims.pop()
     return PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
-                           for axes in spec])
+                           for axes in dims])
 
 
 def _wrapper_jaxpr(body: ClosedJaxpr, frozen: tuple[tuple[str, Any], ...],
