@@ -71,6 +71,14 @@ for check in (True, False):
     out[f"outer_{check}"] = [np.asarray(v).tolist() for v in g]
 g = jx.jit(jx.grad(global_loss, argnums=(0, 1)))(W, b, x)
 out["outer_2d"] = [np.asarray(v).tolist() for v in g]
+
+# vmap(..., spmd_axis_name=...) of a shard_map: the batch is split over 'data'
+h = jx.shard_map(lambda W, x: jx.lax.psum(jnp.sum(jnp.tanh(x @ W)), "model"), mesh=mesh2,
+                 in_specs=(P(), P(None, "model")), out_specs=P())
+xs = x.reshape(4, 4, 4)
+for spmd in (None, "data"):
+    loss = lambda W, xs: jnp.sum(jx.vmap(h, in_axes=(None, 0), spmd_axis_name=spmd)(W, xs))
+    out[f"spmd_{spmd}"] = [np.asarray(jx.jit(jx.grad(loss))(W, xs)).tolist()]
 print(json.dumps(out))
 """
 
@@ -193,3 +201,23 @@ def test_scan_carry_that_becomes_varying_is_refused() -> None:
     ok = lx.shard_map(lambda p, x: body(lax.pcast(p, "i", to="varying"), x), mesh=mesh,
                       in_specs=(P(), P("i")), out_specs=P("i"))
     np.testing.assert_allclose(ok(jnp.ones(4), 2 * jnp.ones((8, 4))), np.full(32, 4.0))
+
+
+def test_vmap_spmd_axis_name_splits_the_batch_over_the_mesh_axis() -> None:
+    mesh = _mesh((4, 2), ("x", "y"))
+    rng = np.random.default_rng(1)
+    w = rng.normal(size=(3,)).astype(np.float32)
+    xs = rng.normal(size=(4, 4, 3)).astype(np.float32)
+    h = lx.shard_map(lambda w, a: lax.psum(jnp.sum(jnp.sin(a * w)), "y"), mesh=mesh,
+                     in_specs=(P(), P("y")), out_specs=P())
+
+    def loss(spmd):  # type: ignore[no-untyped-def]
+        return lambda w, xs: jnp.sum(lx.vmap(h, in_axes=(None, 0), spmd_axis_name=spmd)(w, xs))
+
+    text = lx.jit(loss("x")).lower(w, xs).as_text()
+    assert 'in_shardings=[<@mesh, [{}]>, <@mesh, [{"x"}, {"y"}, {}]>]' in text
+    want = lx.grad(lambda w, xs: jnp.sum(jnp.sin(xs * w)))(w, xs)
+    for spmd in (None, "x"):
+        np.testing.assert_allclose(lx.jit(lx.grad(loss(spmd)))(w, xs), want, rtol=1e-5)
+    with pytest.raises(ValueError, match="spmd_axis_name cannot appear in shard_map in_specs"):
+        lx.vmap(h, in_axes=(None, 0), spmd_axis_name="y")(w, xs)

@@ -317,15 +317,55 @@ def _batch(axis_data: batching.AxisData, args: Sequence[Any], dims: Sequence[int
            **params: Any) -> tuple[list[Any], list[int | None]]:
     moved = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
     in_batched = tuple(d is not None for d in dims)
+    spmd = _spmd_axes(axis_data, params)
+    if spmd:
+        # vmap(..., spmd_axis_name=...): the batch dimension is split over
+        # those mesh axes, each device batching its block of it.
+        axis_data = batching.AxisData(axis_data.name,
+                                      axis_data.size // _axes_size(params["mesh"], spmd),
+                                      axis_data.spmd_name)
     with _bound(params):
         batched, out_batched = batching.batch_jaxpr(params["jaxpr"], axis_data, in_batched,
                                                     False)
-    # The batch dimension stays whole on every device.
-    in_specs = tuple(((),) + s if b else s for s, b in zip(params["in_specs"], in_batched))
-    out_specs = tuple(((),) + s if b else s for s, b in zip(params["out_specs"], out_batched))
+        if spmd and params["check_vma"]:
+            batched = _varying_over(batched, spmd, in_batched)
+    in_specs = tuple((spmd,) + s if b else s for s, b in zip(params["in_specs"], in_batched))
+    out_specs = tuple((spmd,) + s if b else s for s, b in zip(params["out_specs"], out_batched))
     outs = shard_map_p.bind(*moved, **_with(params, jaxpr=batched, in_specs=in_specs,
                                             out_specs=out_specs))
     return list(outs), [0 if b else None for b in out_batched]
+
+
+def _varying_over(jaxpr: ClosedJaxpr, axes: tuple[str, ...], which: Sequence[bool]
+                  ) -> ClosedJaxpr:
+    """``jaxpr`` retyped with the ``which`` inputs varying over ``axes`` too
+    (their batch dimension is split over them), so the values they meet are
+    ``pvary``'d and the transposes sum over those axes."""
+    avals = [a.update(vma=a.vma | frozenset(axes)) if w else a
+             for a, w in zip(jaxpr.in_avals, which)]
+    return retrace(lambda *args: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args), avals,
+                   _dbg(jaxpr))
+
+
+def _spmd_axes(axis_data: batching.AxisData, params: dict[str, Any]) -> tuple[str, ...]:
+    """The manual mesh axes a ``vmap``'s ``spmd_axis_name`` splits its batch
+    dimension over (none without one)."""
+    name = axis_data.spmd_name
+    if name is None:
+        return ()
+    axes = tuple(name) if isinstance(name, (tuple, list)) else (name,)
+    manual = params["manual_axes"]
+    if not all(a in manual for a in axes):
+        raise ValueError(f"vmap spmd_axis_name {name!r} names axes that are not manual axes "
+                         f"{manual} of the shard_map({params['name']}) it batches")
+    used = {a for spec in params["in_specs"] for dim in spec for a in dim}
+    if used & set(axes):
+        raise ValueError("vmap spmd_axis_name cannot appear in shard_map in_specs")
+    size = _axes_size(params["mesh"], axes)
+    if axis_data.size % size:
+        raise ValueError(f"vmap spmd_axis_name {name!r}: the batch size {axis_data.size} is "
+                         f"not divisible by the size {size} of those mesh axes")
+    return axes
 
 
 batching.fancy_primitive_batchers[shard_map_p] = _batch
