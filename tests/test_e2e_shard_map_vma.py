@@ -74,7 +74,7 @@ out["outer_2d"] = [np.asarray(v).tolist() for v in g]
 
 # vmap(..., spmd_axis_name=...) of a shard_map: the batch is split over 'data'
 h = jx.shard_map(lambda W, x: jx.lax.psum(jnp.sum(jnp.tanh(x @ W)), "model"), mesh=mesh2,
-                 in_specs=(P(), P(None, "model")), out_specs=P())
+                 in_specs=(P(), P("model")), out_specs=P())
 xs = x.reshape(4, 4, 4)
 for spmd in (None, "data"):
     loss = lambda W, xs: jnp.sum(jx.vmap(h, in_axes=(None, 0), spmd_axis_name=spmd)(W, xs))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from collections.abc import Callable
@@ -14,6 +15,39 @@ from lamina_tracing_core.mesh import TypeSharding
 
 #: ``ShapedArray.update``'s default for ``sharding``: keep it where it still fits.
 _KEEP: Any = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class ManualAxisType:
+    """The manual-axes part of a type inside ``shard_map`` (JAX's
+    ``jax.sharding.ManualAxisType``): the manual mesh axes a value varies
+    over, and those it is unreduced or reduced over (lamina types values with
+    ``varying`` only; the other two stay empty)."""
+
+    varying: frozenset[Any] = frozenset()
+    unreduced: frozenset[Any] = frozenset()
+    reduced: frozenset[Any] = frozenset()
+
+    def __post_init__(self) -> None:
+        for name in ("varying", "unreduced", "reduced"):
+            object.__setattr__(self, name, frozenset(getattr(self, name)))
+        for other in ("unreduced", "reduced"):
+            if self.varying & getattr(self, other):
+                raise ValueError(f"ManualAxisType: varying and {other} cannot have common "
+                                 f"mesh axes. Got varying={self.varying} and "
+                                 f"{other}={getattr(self, other)}")
+
+    def update(self, **changes: frozenset[Any]) -> ManualAxisType:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.varying or self.unreduced or self.reduced)
+
+    @property
+    def vur(self) -> frozenset[Any]:
+        """Every axis the type names."""
+        return self.varying | self.unreduced | self.reduced
 
 
 class ShapedArray:
@@ -47,6 +81,11 @@ class ShapedArray:
         #: manual axes); empty everywhere else.
         self.vma: frozenset[Any] = vma
         self._hash: int | None = None
+
+    @property
+    def mat(self) -> ManualAxisType:
+        """The manual-axes type (``mat.varying`` is ``vma``)."""
+        return ManualAxisType(varying=self.vma)
 
     @property
     def ndim(self) -> int:
