@@ -300,3 +300,23 @@ def test_gspmd_form_when_shardy_is_off(devices8):
     np.testing.assert_allclose(total, x.reshape(4, 2, 8).sum(0))
     np.testing.assert_allclose(gathered, x)
     assert "sdy.manual_computation" in g.lower(x).as_text()
+
+
+def test_smap_maps_one_mesh_axis_of_the_current_mesh(devices8):
+    mesh = lx.make_mesh((4, 2), ("x", "y"), axis_types=(lx.sharding.AxisType.Auto,) * 2,
+                        devices=devices8)
+    a = np.arange(32, dtype=np.float32).reshape(8, 4)
+    b = np.arange(4, dtype=np.float32)
+    with lx.set_mesh(mesh):
+        f = lx.smap(lambda a, b: (a * b, lax.psum(a, "x")), in_axes=(0, None),
+                    out_axes=(0, None), axis_name="x")
+        prod, total = lx.jit(f)(a, b)
+        np.testing.assert_allclose(prod, a * b)
+        np.testing.assert_allclose(total, a.reshape(4, 2, 4).sum(0))
+        g = lx.smap(lambda a: a + lax.axis_index("y").astype(a.dtype), in_axes=1, out_axes=1,
+                    axis_name="y")
+        np.testing.assert_allclose(g(a), a + np.repeat(np.arange(2), 2)[None, :])
+        with pytest.raises(TypeError, match="in_specs is required"):
+            lx.smap(lambda a: a, out_axes=0, axis_name="x")(a)
+    with pytest.raises(TypeError, match="smap axis_name should be a `str`"):
+        lx.smap(lambda a: a, in_axes=0, out_axes=0, axis_name=("x",))

@@ -53,7 +53,7 @@ from lamina_tracing_core.shard_map import (
 from lamina_sharded_jit.jaxpr_cache import memoize_on_jaxpr
 from lamina_sharded_jit.primitive import pjit_p
 
-__all__ = ["shard_map", "ShardMapError"]
+__all__ = ["shard_map", "smap", "ShardMapError"]
 
 
 class ShardMapError(ValueError):
@@ -93,6 +93,47 @@ def shard_map(f: Callable[..., Any] | None = None, /, *, out_specs: Any, in_spec
         return mapped(*args, **kwargs)
 
     return wrapper
+
+
+#: ``smap``'s default ``in_axes``: read them from the arguments' types.
+_INFER: Any = object()
+
+
+def smap(f: Callable[..., Any] | None = None, /, *, in_axes: Any = _INFER, out_axes: Any,
+         axis_name: Any) -> Any:
+    """``shard_map`` over the one mesh axis ``axis_name`` of the current mesh
+    (``set_mesh``), with ``vmap``-style axes: ``in_axes`` (an int, None, or a
+    tuple with one entry per positional argument; omitted, the arguments'
+    types give them when the axis is Explicit) and ``out_axes`` say which
+    dimension of each argument and result is split over the axis."""
+    if f is None:
+        return functools.partial(smap, in_axes=in_axes, out_axes=out_axes,
+                                 axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got "
+                        f"{axis_name}")
+    if in_axes is not _INFER and in_axes is not None and not isinstance(in_axes, (int, tuple)):
+        raise TypeError(f"smap in_axes must be an int, None, or a tuple of entries "
+                        f"corresponding to the positional arguments passed to the function, "
+                        f"but got {in_axes}.")
+    if in_axes is not _INFER and not all(isinstance(leaf, int)
+                                         for leaf in tu.tree_leaves(in_axes)):
+        raise TypeError(f"smap in_axes must be an int, None, or (nested) container with "
+                        f"those types as leaves, but got {in_axes}.")
+    if not all(isinstance(leaf, int) for leaf in tu.tree_leaves(out_axes)):
+        raise TypeError(f"smap out_axes must be an int, None, or (nested) container with "
+                        f"those types as leaves, but got {out_axes}.")
+
+    def to_spec(axis: int | None) -> PartitionSpec:
+        return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, axis_name)
+
+    def specs(axes: Any) -> Any:
+        return tu.tree_map(to_spec, axes, is_leaf=lambda x: x is None)
+
+    in_specs = None if in_axes is _INFER else specs(in_axes)
+    out_specs = specs(out_axes)
+    return shard_map(f, mesh=None, in_specs=in_specs, out_specs=out_specs,
+                     axis_names=frozenset({axis_name}), check_vma=True)
 
 
 class _ShardMapped:
