@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from lamina_interpreters_pxla.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
+from lamina_interpreters_pxla.sharding import Mesh, NamedSharding, PartitionSpec
 from lamina_interpreters_pxla.sharding import get_current_mesh
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
@@ -41,7 +41,7 @@ from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_bo
 from lamina_tracing_core.errors import UnboundAxisNameError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
 from lamina_tracing_core.lax import collectives as lax_collectives
-from lamina_tracing_core.mesh import type_sharding
+from lamina_tracing_core.mesh import AxisType, type_sharding
 from lamina_tracing_core.shard_map import (
     Spec,
     block_aval,

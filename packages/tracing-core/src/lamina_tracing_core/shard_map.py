@@ -49,7 +49,7 @@ over.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -60,7 +60,7 @@ from lamina_tracing_core.ad_util import Zero, instantiate_zeros
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import retrace
 from lamina_tracing_core.effects import Effects, has_side_effects, remove_named_axes
-from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
+from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo, JaxprEqn
 from lamina_tracing_core.lax import collectives as coll
 from lamina_tracing_core.lax import common
 from lamina_tracing_core.lax import elementwise as ew
