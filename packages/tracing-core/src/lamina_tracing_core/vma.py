@@ -93,7 +93,10 @@ def insert_pvary(prim: Primitive, args: Sequence[Any]) -> Sequence[Any]:
     others ``pvary``'d to the join, for a first-order primitive."""
     if prim.higher_order or prim in vma_rules or len(args) < 2:
         return args
-    vmas = [get_aval(x).vma for x in args]
+    try:
+        vmas = [get_aval(x).vma for x in args]
+    except TypeError:
+        return args  # not arrays: the primitive's own checks will say so
     first = vmas[0]
     if all(v == first for v in vmas):
         return args
