@@ -186,3 +186,26 @@ def test_structural_rules_match_jax(mesh):
 
         lx.jit(f)(x)
         assert got == want
+
+
+def test_shard_map_in_specs_must_match_explicit_types(devices8):
+    mesh = lx.make_mesh((8,), ("i",), devices=devices8)
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    f = lx.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    with pytest.raises(ValueError, match=r"in_specs passed to shard_map: P\('i', None\) does "
+                                         r"not match the specs of the input: P\(None, None\) "
+                                         r"for arg a: float32\[8,4\]"):
+        f(x)
+    with lx.set_mesh(mesh):
+        xs = lx.reshard(x, P("i"))
+        np.testing.assert_allclose(f(xs), 2 * x)
+        np.testing.assert_allclose(lx.jit(f)(xs), 2 * x)
+        # omitted in_specs are read from the arguments' types
+        g = lx.shard_map(lambda a: a + lax.axis_index("i").astype(a.dtype), mesh=mesh,
+                         out_specs=P("i"))
+        out = g(xs)
+        assert str(lx.typeof(out)) == "float32[8@i,4]"
+        np.testing.assert_allclose(out, x + np.arange(8, dtype=np.float32)[:, None])
+    auto = lx.make_mesh((8,), ("i",), axis_types=(AxisType.Auto,), devices=devices8)
+    with pytest.raises(TypeError, match="in_specs is required"):
+        lx.shard_map(lambda a: a, mesh=auto, out_specs=P("i"))(x)

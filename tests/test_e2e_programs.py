@@ -29,6 +29,6 @@ def test_demo_quick_run_reaches_accuracy(devices8, capsys):
     assert re.search(r"final accuracy \d+\.\d%", out)
     # the shard_map run: the same model split over ('data', 'model'), same losses
     assert "#sdy.sharding<@mesh, [{}, {\"model\"}]>" in out
-    assert "jit(tp_train_step)/jvp(tp_loss)/shard_map(tp_loss)/psum" in out
+    assert "jit(tp_train_step)/jvp(tp_loss)/shard_map(tp_loss)/psum_invariant" in out
     losses = re.search(r"pmap loss (\S+), jit loss (\S+), shard_map loss (\S+)\)", out)
     assert losses and len({float(v) for v in losses.groups()}) == 1, out[-500:]

@@ -221,6 +221,8 @@ class Mesh:
 
     # value semantics
     def __eq__(self, other: object) -> bool:
+        if self is other:  # the common case: jit's fast path compares arguments' meshes
+            return True
         if not isinstance(other, Mesh):
             return NotImplemented
         return self._key == other._key and all(

@@ -84,7 +84,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "eval_shape": ("lamina_sharded_jit", "eval_shape"),
     "disable_jit": ("lamina_sharded_jit", "disable_jit"),
     "shard_map": ("lamina_sharded_jit.shard_map", "shard_map"),
+    "smap": ("lamina_sharded_jit.shard_map", "smap"),
     "set_mesh": ("lamina_interpreters_pxla.sharding", "set_mesh"),
+    "reshard": ("lamina_sharded_jit.explicit_sharding", "reshard"),
     # submodules
     "numpy": ("lamina.numpy", None),
     "lax": ("lamina.lax", None),

@@ -239,7 +239,7 @@ def describe_lowering(step: Any, params: Params, x: np.ndarray, y: np.ndarray) -
         lines.append(f"  source locations survive: ops point at demo.py line {located.group(1)}")
     manual = re.search(r'manual_axes=\{[^}]*\}', text)
     if manual:
-        stacks = sorted(set(re.findall(r'loc\("([^"]*shard_map\(\w+\)/psum)"', debug_text)))
+        stacks = sorted(set(re.findall(r'loc\("([^"]*shard_map\(\w+\)/psum\w*)"', debug_text)))
         lines.append(f"  per-device bodies: sdy.manual_computation {manual.group(0)}; their "
                      f"collectives are named")
         lines += [f"    {stack}" for stack in stacks]

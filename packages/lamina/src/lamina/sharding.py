@@ -15,6 +15,7 @@ from lamina_interpreters_pxla.sharding import ShardingBase as Sharding
 from lamina_interpreters_pxla.sharding import single_device_sharding as _single_device_sharding
 from lamina_sharded_jit import with_sharding_constraint
 from lamina_sharded_jit.explicit_sharding import auto_axes, explicit_axes, reshard
+from lamina_tracing_core.avals import ManualAxisType
 from lamina_tracing_core.mesh import (
     AbstractDevice,
     AbstractMesh,
@@ -32,7 +33,8 @@ def make_single_device_sharding(device: object, *, memory_kind: str | None = Non
 
 
 __all__ = [
-    "AbstractDevice", "AbstractMesh", "AxisType", "GSPMDSharding", "Mesh", "NamedSharding",
+    "AbstractDevice", "AbstractMesh", "AxisType", "GSPMDSharding", "ManualAxisType", "Mesh",
+    "NamedSharding",
     "PartitionSpec", "PmapSharding", "Sharding", "SingleDeviceSharding", "auto_axes",
     "explicit_axes", "get_abstract_mesh", "get_current_mesh", "get_mesh",
     "make_single_device_sharding", "reshard", "set_mesh", "use_abstract_mesh",

@@ -40,7 +40,8 @@ from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_body
 from lamina_tracing_core.errors import UnboundAxisNameError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
-from lamina_tracing_core.mesh import type_sharding
+from lamina_tracing_core.lax import collectives as lax_collectives
+from lamina_tracing_core.mesh import AxisType, type_sharding
 from lamina_tracing_core.shard_map import (
     Spec,
     block_aval,
@@ -52,7 +53,7 @@ from lamina_tracing_core.shard_map import (
 from lamina_sharded_jit.jaxpr_cache import memoize_on_jaxpr
 from lamina_sharded_jit.primitive import pjit_p
 
-__all__ = ["shard_map", "ShardMapError"]
+__all__ = ["shard_map", "smap", "ShardMapError"]
 
 
 class ShardMapError(ValueError):
@@ -85,9 +86,6 @@ def shard_map(f: Callable[..., Any] | None = None, /, *, out_specs: Any, in_spec
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                  axis_names=axis_names, check_vma=check_vma)
     api_util.check_callable(f)
-    if in_specs is None:
-        raise TypeError(f"shard_map({api_util.fun_name(f)}): in_specs is required (a "
-                        f"PartitionSpec per argument)")
     mapped = _ShardMapped(f, mesh, in_specs, out_specs, axis_names, bool(check_vma))
 
     @functools.wraps(f)
@@ -95,6 +93,47 @@ def shard_map(f: Callable[..., Any] | None = None, /, *, out_specs: Any, in_spec
         return mapped(*args, **kwargs)
 
     return wrapper
+
+
+#: ``smap``'s default ``in_axes``: read them from the arguments' types.
+_INFER: Any = object()
+
+
+def smap(f: Callable[..., Any] | None = None, /, *, in_axes: Any = _INFER, out_axes: Any,
+         axis_name: Any) -> Any:
+    """``shard_map`` over the one mesh axis ``axis_name`` of the current mesh
+    (``set_mesh``), with ``vmap``-style axes: ``in_axes`` (an int, None, or a
+    tuple with one entry per positional argument; omitted, the arguments'
+    types give them when the axis is Explicit) and ``out_axes`` say which
+    dimension of each argument and result is split over the axis."""
+    if f is None:
+        return functools.partial(smap, in_axes=in_axes, out_axes=out_axes,
+                                 axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got "
+                        f"{axis_name}")
+    if in_axes is not _INFER and in_axes is not None and not isinstance(in_axes, (int, tuple)):
+        raise TypeError(f"smap in_axes must be an int, None, or a tuple of entries "
+                        f"corresponding to the positional arguments passed to the function, "
+                        f"but got {in_axes}.")
+    if in_axes is not _INFER and not all(isinstance(leaf, int)
+                                         for leaf in tu.tree_leaves(in_axes)):
+        raise TypeError(f"smap in_axes must be an int, None, or (nested) container with "
+                        f"those types as leaves, but got {in_axes}.")
+    if not all(isinstance(leaf, int) for leaf in tu.tree_leaves(out_axes)):
+        raise TypeError(f"smap out_axes must be an int, None, or (nested) container with "
+                        f"those types as leaves, but got {out_axes}.")
+
+    def to_spec(axis: int | None) -> PartitionSpec:
+        return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, axis_name)
+
+    def specs(axes: Any) -> Any:
+        return tu.tree_map(to_spec, axes, is_leaf=lambda x: x is None)
+
+    in_specs = None if in_axes is _INFER else specs(in_axes)
+    out_specs = specs(out_axes)
+    return shard_map(f, mesh=None, in_specs=in_specs, out_specs=out_specs,
+                     axis_names=frozenset({axis_name}), check_vma=True)
 
 
 class _ShardMapped:
@@ -120,12 +159,22 @@ class _ShardMapped:
         flat_args, in_tree = tu.tree_flatten(args)
         names = tuple(dbg.arg_names)
         avals = [get_aval(x) for x in flat_args]
-        specs = api_util.flatten_axes(f"shard_map({self.name}) in_specs", in_tree,
-                                      _as_prefix(self.in_specs))
+        explicit = _all_explicit(mesh, manual)
+        if self.in_specs is None:
+            if not explicit:
+                raise TypeError(f"shard_map({self.name}): in_specs is required (a "
+                                f"PartitionSpec per argument) unless every manual axis is "
+                                f"Explicit, when the arguments' types give them")
+            specs = [_spec_of_type(a, manual) for a in avals]
+        else:
+            specs = api_util.flatten_axes(f"shard_map({self.name}) in_specs", in_tree,
+                                          _as_prefix(self.in_specs))
         in_specs = tuple(_check_spec(s, a, mesh, manual, self.name, "in_specs", "argument", n,
                                      check_divisible=True)
                          for s, a, n in zip(specs, avals, names))
-        blocks = tuple(block_aval(a, s, mesh) for a, s in zip(avals, in_specs))
+        if explicit and len(manual) == len(mesh.axis_names):
+            _check_specs_match_types(in_specs, avals, names, self.name)
+        blocks = tuple(block_aval(a, s, mesh, self.check_vma) for a, s in zip(avals, in_specs))
         traced = _trace(self, mesh, manual, in_tree, blocks, in_specs, dbg)
         outs = shard_map_p.bind(*traced.consts, *flat_args, **traced.params)
         return tu.tree_unflatten(traced.out_tree, outs)
@@ -160,9 +209,10 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
         table = None
     if table is not None and key in table:
         return table[key]
-    with manual_axes_bound(mesh, manual):
+    with manual_axes_bound(mesh, manual, sm.check_vma):
+        fun = _typed_as_out_specs(sm, manual) if sm.check_vma else sm.f
         try:
-            body: BodyTrace = trace_body(sm.f, in_tree, blocks, dbg)
+            body: BodyTrace = trace_body(fun, in_tree, blocks, dbg)
         except UnboundAxisNameError as e:
             raise _unbound_axis_error(e, sm.name, mesh, manual) from None
     jaxpr_dbg = body.jaxpr.jaxpr.debug_info
@@ -176,14 +226,90 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
     const_specs = tuple(((),) * get_aval(c).ndim for c in body.consts)
     all_in = const_specs + in_specs
     if sm.check_vma:
-        check_replication(body.jaxpr, mesh, all_in, out_specs, manual, sm.name,
-                          list(paths))
+        check_replication(body.out_avals, mesh, out_specs, manual, sm.name, list(paths))
     params = dict(jaxpr=body.jaxpr, mesh=mesh, in_specs=all_in, out_specs=out_specs,
                   manual_axes=manual, check_vma=sm.check_vma, name=sm.name)
     traced = _Traced(body.consts, body.out_tree, params)
     if table is not None and not any(isinstance(c, core.Tracer) for c in body.consts):
         table[key] = traced
     return traced
+
+
+def _typed_as_out_specs(sm: _ShardMapped, manual: tuple[str, ...]) -> Callable[..., Any]:
+    """``sm.f`` with each result ``pvary``'d over the manual axes its
+    ``out_specs`` entry splits it over (a result invariant over them is as
+    good there), so results vary exactly where their entries say they may."""
+    @functools.wraps(sm.f)
+    def typed(*args: Any) -> Any:
+        out = sm.f(*args)
+        leaves, tree = tu.tree_flatten(out)
+        try:
+            specs = api_util.flatten_axes("out_specs", tree, _as_prefix(sm.out_specs))
+        except (ValueError, TypeError):
+            return out  # refused with the usual message once the trace is done
+        typed_leaves = []
+        for leaf, spec in zip(leaves, specs):
+            named = _spec_entry_axes(spec)
+            try:
+                vma = get_aval(leaf).vma
+            except TypeError:
+                typed_leaves.append(leaf)
+                continue
+            missing = tuple(a for a in manual if a in named and a not in vma)
+            typed_leaves.append(lax_collectives.pvary(leaf, missing) if missing else leaf)
+        return tu.tree_unflatten(tree, typed_leaves)
+
+    return typed
+
+
+def _spec_entry_axes(spec: Any) -> frozenset[Any]:
+    if not isinstance(spec, PartitionSpec):
+        return frozenset()
+    axes: set[Any] = set()
+    for entry in spec:
+        if entry is None:
+            continue
+        axes.update((entry,) if isinstance(entry, str) else tuple(entry))
+    return frozenset(axes)
+
+
+def _all_explicit(mesh: Mesh, manual: tuple[str, ...]) -> bool:
+    types = dict(zip(mesh.axis_names, mesh.axis_types))
+    return bool(manual) and all(types[a] is AxisType.Explicit for a in manual)
+
+
+def _type_dims(aval: ShapedArray) -> Spec:
+    """The mesh axes each dimension of ``aval``'s type is split over."""
+    spec = aval.sharding.spec if aval.sharding is not None else ()
+    return tuple(tuple(spec[d]) if d < len(spec) else () for d in range(aval.ndim))
+
+
+def _spec_of_type(aval: ShapedArray, manual: tuple[str, ...]) -> PartitionSpec:
+    """The in_specs entry an argument's type gives (its split over ``manual``)."""
+    dims = [tuple(a for a in axes if a in manual) for axes in _type_dims(aval)]
+    return PartitionSpec(*[None if not d else d[0] if len(d) == 1 else d for d in dims])
+
+
+def _p_str(spec: Spec) -> str:
+    parts = ["None" if not axes else repr(axes[0]) if len(axes) == 1 else repr(tuple(axes))
+             for axes in spec]
+    return f"P({', '.join(parts)})"
+
+
+def _check_specs_match_types(in_specs: tuple[Spec, ...], avals: list[ShapedArray],
+                             names: tuple[str | None, ...], fun_name: str) -> None:
+    """Over a mesh whose axes are all Explicit and all manual, an argument must
+    already be split as its in_specs entry says (as JAX 0.10 requires)."""
+    for spec, aval, name in zip(in_specs, avals, names):
+        have = _type_dims(aval)
+        if tuple(spec) != have:
+            raise ShardMapError(
+                f"shard_map({fun_name}): in_specs passed to shard_map: {_p_str(spec)} does "
+                f"not match the specs of the input: {_p_str(have)} for arg "
+                f"{name or '(unnamed)'}: {aval.str_long()}. `in_specs` is an optional "
+                f"argument so you can omit specifying it and shard_map will infer the "
+                f"in_specs from the arguments. If you want to reshard your inputs, you can "
+                f"use `reshard` on the arguments and then pass those args to shard_map.")
 
 
 def _spec_key(specs: Any) -> Hashable:
@@ -269,8 +395,12 @@ def _unbound_axis_error(e: UnboundAxisNameError, name: str, mesh: Mesh,
 
 # --- the eager impl: jit of the one equation ---------------------------------------------------
 def _partition_spec(spec: Spec) -> PartitionSpec:
+    """``spec`` as the user wrote it (trailing unsplit dimensions left out)."""
+    dims = list(spec)
+    while dims and not dims[-1]:
+        dims.pop()
     return PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
-                           for axes in spec])
+                           for axes in dims])
 
 
 def _wrapper_jaxpr(body: ClosedJaxpr, frozen: tuple[tuple[str, Any], ...],

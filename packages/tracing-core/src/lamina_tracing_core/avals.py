@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from collections.abc import Callable
@@ -16,6 +17,39 @@ from lamina_tracing_core.mesh import TypeSharding
 _KEEP: Any = object()
 
 
+@dataclasses.dataclass(frozen=True)
+class ManualAxisType:
+    """The manual-axes part of a type inside ``shard_map`` (JAX's
+    ``jax.sharding.ManualAxisType``): the manual mesh axes a value varies
+    over, and those it is unreduced or reduced over (lamina types values with
+    ``varying`` only; the other two stay empty)."""
+
+    varying: frozenset[Any] = frozenset()
+    unreduced: frozenset[Any] = frozenset()
+    reduced: frozenset[Any] = frozenset()
+
+    def __post_init__(self) -> None:
+        for name in ("varying", "unreduced", "reduced"):
+            object.__setattr__(self, name, frozenset(getattr(self, name)))
+        for other in ("unreduced", "reduced"):
+            if self.varying & getattr(self, other):
+                raise ValueError(f"ManualAxisType: varying and {other} cannot have common "
+                                 f"mesh axes. Got varying={self.varying} and "
+                                 f"{other}={getattr(self, other)}")
+
+    def update(self, **changes: frozenset[Any]) -> ManualAxisType:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.varying or self.unreduced or self.reduced)
+
+    @property
+    def vur(self) -> frozenset[Any]:
+        """Every axis the type names."""
+        return self.varying | self.unreduced | self.reduced
+
+
 class ShapedArray:
     """An array's shape, dtype and weak-typedness: the only aval lamina uses.
 
@@ -23,11 +57,11 @@ class ShapedArray:
     ShapedArray, never a value-carrying aval, so a trace never depends on data.
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "vma", "_hash")
     array_abstraction_level = 1
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False,
-                 sharding: TypeSharding | None = None):
+                 sharding: TypeSharding | None = None, vma: frozenset[Any] = frozenset()):
         # Avals are made for every traced equation: normalize cheaply. A
         # shape seen before is looked up (equal tuples of ints, numpy ints or
         # integral floats hash alike and normalize alike).
@@ -42,7 +76,16 @@ class ShapedArray:
         self.weak_type: bool = weak_type if type(weak_type) is bool else bool(weak_type)
         #: The sharding in the type (over a mesh's Explicit axes), or None.
         self.sharding: TypeSharding | None = sharding
+        #: The manual mesh axes the value may differ over between devices,
+        #: inside a ``shard_map`` body traced with ``check_vma`` (its varying
+        #: manual axes); empty everywhere else.
+        self.vma: frozenset[Any] = vma
         self._hash: int | None = None
+
+    @property
+    def mat(self) -> ManualAxisType:
+        """The manual-axes type (``mat.varying`` is ``vma``)."""
+        return ManualAxisType(varying=self.vma)
 
     @property
     def ndim(self) -> int:
@@ -57,23 +100,27 @@ class ShapedArray:
             return True
         return (isinstance(other, ShapedArray) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.sharding == other.sharding)
+                and self.sharding == other.sharding and self.vma == other.vma)
 
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding))
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding,
+                                   self.vma))
         return h
 
     def update(self, shape: tuple[int, ...] | None = None, dtype: Any = None,
-               weak_type: bool | None = None, sharding: Any = _KEEP) -> ShapedArray:
+               weak_type: bool | None = None, sharding: Any = _KEEP,
+               vma: frozenset[Any] | None = None) -> ShapedArray:
         """A copy with the given fields replaced. The sharding is kept unless
-        the shape changes (a new shape starts unsharded) or one is given."""
+        the shape changes (a new shape starts unsharded) or one is given; the
+        varying manual axes are kept unless given."""
         if sharding is _KEEP:
             sharding = self.sharding if shape is None else None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type, sharding)
+                           self.weak_type if weak_type is None else weak_type, sharding,
+                           self.vma if vma is None else vma)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -83,12 +130,18 @@ class ShapedArray:
         included, as in JAX), a ``float0`` array for integer and boolean values."""
         if dtypes.is_inexact(self.dtype) or self.dtype == dtypes.float0:
             return self
-        return ShapedArray(self.shape, dtypes.float0, False)
+        return ShapedArray(self.shape, dtypes.float0, False, vma=self.vma)
 
     def str_short(self) -> str:
         """``f32[3,4]`` (``f32[8@X,4]`` with a sharding in the type), the form
         jaxprs print."""
-        return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]"
+        return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]{self.vma_str()}"
+
+    def vma_str(self) -> str:
+        """``{V:i,j}`` for a value varying over manual axes, as JAX prints it."""
+        if not self.vma:
+            return ""
+        return "{V:" + ",".join(sorted(map(str, self.vma))) + "}"
 
     def _dims_str(self) -> str:
         if self.sharding is not None:
@@ -98,7 +151,7 @@ class ShapedArray:
     def str_long(self) -> str:
         """``float32[3,4]`` (``float32[8@X,4]`` with a sharding in the type),
         the form JAX's messages and reprs print."""
-        return f"{self.dtype.name}[{self._dims_str()}]"
+        return f"{self.dtype.name}[{self._dims_str()}]{self.vma_str()}"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""

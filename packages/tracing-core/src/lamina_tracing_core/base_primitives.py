@@ -38,6 +38,7 @@ from lamina_tracing_core.core import staging
 from lamina_tracing_core.jaxpr import hide_default_params, param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from lamina_tracing_core import sharding_in_types as sit
+from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.symbolic import Zero, is_undefined_primal, is_zero, tangent_aval
 
 Array = Any
@@ -64,6 +65,14 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
     """An array of zeros of type ``aval``: a numpy array when evaluating
     eagerly (and for scalars and float0), a staged broadcast of a scalar zero
     while tracing (so big zeros are an equation, not an embedded constant)."""
+    zeros = _invariant_zeros(aval)
+    if aval.vma and _vma.checking() and aval.dtype != dtypes.float0:
+        # zeros of a type varying over manual axes (a shard_map body's)
+        return _vma.pvary_p.bind(zeros, axes=tuple(sorted(aval.vma, key=str)))
+    return zeros
+
+
+def _invariant_zeros(aval: ShapedArray) -> Any:
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, aval.dtype)
     if aval.weak_type:  # numpy has no weak types

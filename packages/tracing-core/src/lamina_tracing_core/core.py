@@ -44,6 +44,7 @@ from lamina_tracing_core import errors as _errors
 from lamina_tracing_core.array_methods import ArrayMethods
 from lamina_tracing_core import primitives as _primitives
 from lamina_tracing_core import source_info as _si
+from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, aval_handlers, get_aval
 from lamina_tracing_core.effects import (
     Effects,
@@ -615,6 +616,8 @@ def _raise_to_axis_binders(trace: Trace, effects: Effects) -> Trace:
 
 def bind(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Any:
     """Applies ``prim`` to ``args`` under the active transformations."""
+    if _vma._checking[0]:
+        args = _vma.insert_pvary(prim, args)
     # find_top_trace, inlined: this runs for every primitive applied
     top = _state.dynamic
     level = top.level

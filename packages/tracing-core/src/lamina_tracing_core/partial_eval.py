@@ -45,6 +45,7 @@ from lamina_tracing_core import core
 from lamina_tracing_core import names as _names
 from lamina_tracing_core import sharding_in_types as _sit
 from lamina_tracing_core import source_info as _si
+from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
 from lamina_tracing_core.core import (
     MainTrace,
@@ -316,6 +317,8 @@ class DynamicJaxprTrace(Trace):
             out = abstract(*[t._aval for t in tracers], **params)
         if _sit.types_sharded[0]:
             out = _sharded_types(primitive, tracers, out, params)
+        if _vma._checking[0]:
+            out = _vma.result_avals(primitive, [t._aval for t in tracers], out, params)
         frame = self.frame
         effects = (core.eqn_effects(primitive, params)
                    if primitive.higher_order or primitive in effect_rules else no_effects)
@@ -766,8 +769,10 @@ class JaxprTrace(Trace):
         if primitive not in abstract_eval_rules:
             raise MissingRuleError(f"primitive {primitive.name} has no abstract evaluation "
                                    f"rule, so it cannot be partially evaluated")
-        out = core.abstract_eval_cached(primitive, tuple([t.pval.aval for t in tracers]),
-                                        params)
+        in_avals = tuple([t.pval.aval for t in tracers])
+        out = core.abstract_eval_cached(primitive, in_avals, params)
+        if _vma._checking[0]:
+            out = _vma.result_avals(primitive, in_avals, out, params)
         out_avals = list(out) if primitive.multiple_results else [out]
         out_tracers = self.emit_recipe(primitive, tracers, params, out_avals)
         return out_tracers if primitive.multiple_results else out_tracers[0]

@@ -26,33 +26,41 @@ Transformation rules (all jaxpr -> jaxpr, keeping the names):
 - partial evaluation: a known and an unknown ``shard_map_p`` equation; each
   device's residuals travel between them along a new leading dimension split
   over every manual axis.
-- transposition: the transposed body inside a ``shard_map_p``. Cotangents of
-  the collectives are pmap-style (the transpose of ``psum`` is ``psum``), so a
-  result replicated over a manual axis enters the body divided by that axis'
-  size, and the cotangent of an operand replicated over a manual axis is
-  summed over it; together they give the cotangents of the global function.
+- transposition: the transposed body inside a ``shard_map_p``. With
+  ``check_vma`` the body is typed with its varying manual axes (``vma``):
+  an invariant value meeting a varying one was ``pvary``'d, whose transpose
+  is ``psum_invariant``, and ``psum``'s transpose is ``pvary``, so the
+  transposed body gives the cotangents of the global function as it is.
+  Without ``check_vma`` the collectives' cotangents are pmap-style (the
+  transpose of ``psum`` is ``psum``): a result replicated over a manual axis
+  enters the body divided by that axis' size, and the cotangent of an operand
+  replicated over a manual axis is summed over it.
 - batching: the batched body; the batch dimension is never split.
 - DCE: unused results and the operands only they needed are dropped.
 
-``check_vma`` (:func:`check_replication`) infers, for every value of the body,
-the manual axes it may vary over, and refuses an ``out_specs`` entry that
-claims replication over an axis its result varies over.
+With ``check_vma`` the body's arguments vary over the manual axes their
+``in_specs`` name (:func:`block_aval`), every value's type carries the axes it
+may vary over (``lamina_tracing_core.vma``), each result is ``pvary``'d to
+the axes its ``out_specs`` entry names, and :func:`check_replication` refuses
+an ``out_specs`` entry that claims replication over an axis its result varies
+over.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from lamina_tracing_core import ad, batching, core
+from lamina_tracing_core import vma as _vma
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import retrace
 from lamina_tracing_core.effects import Effects, has_side_effects, remove_named_axes
-from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
+from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo, JaxprEqn
 from lamina_tracing_core.lax import collectives as coll
 from lamina_tracing_core.lax import common
 from lamina_tracing_core.lax import elementwise as ew
@@ -60,7 +68,7 @@ from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.primitives import Primitive
 
 __all__ = ["shard_map_p", "Spec", "block_aval", "global_aval", "manual_axes_bound",
-           "check_replication", "varying_axes", "ReplicationError"]
+           "check_replication", "spec_axes", "ReplicationError"]
 
 #: One operand's layout: per dimension, the mesh axes it is split over.
 Spec = tuple[tuple[str, ...], ...]
@@ -81,23 +89,38 @@ def _tiles(spec: Spec, sizes: dict[str, int]) -> list[int]:
     return [math.prod(sizes[a] for a in axes) for axes in spec]
 
 
-def block_aval(aval: ShapedArray, spec: Spec, mesh: Any) -> ShapedArray:
-    """The per-device block type of a global value laid out by ``spec``."""
-    tiles = _tiles(spec, _sizes(mesh)) + [1] * (aval.ndim - len(spec))
-    return aval.update(shape=tuple(d // t for d, t in zip(aval.shape, tiles)))
+def spec_axes(spec: Spec) -> frozenset[str]:
+    """The mesh axes ``spec`` splits some dimension over."""
+    return frozenset(a for axes in spec for a in axes)
 
 
-def global_aval(aval: ShapedArray, spec: Spec, mesh: Any) -> ShapedArray:
-    """The global type of per-device blocks of type ``aval`` laid out by ``spec``."""
+def block_aval(aval: ShapedArray, spec: Spec, mesh: Any, check_vma: bool = False
+               ) -> ShapedArray:
+    """The per-device block type of a global value laid out by ``spec``; with
+    ``check_vma`` it varies over the axes ``spec`` names (and those it varied
+    over already, in an enclosing body)."""
     tiles = _tiles(spec, _sizes(mesh)) + [1] * (aval.ndim - len(spec))
-    return aval.update(shape=tuple(d * t for d, t in zip(aval.shape, tiles)))
+    vma = aval.vma | spec_axes(spec) if check_vma else frozenset()
+    return aval.update(shape=tuple(d // t for d, t in zip(aval.shape, tiles)), vma=vma)
+
+
+def global_aval(aval: ShapedArray, spec: Spec, mesh: Any,
+                manual_axes: Sequence[str] = ()) -> ShapedArray:
+    """The global type of per-device blocks of type ``aval`` laid out by
+    ``spec``: it varies over no axis of this body (``manual_axes``)."""
+    tiles = _tiles(spec, _sizes(mesh)) + [1] * (aval.ndim - len(spec))
+    return aval.update(shape=tuple(d * t for d, t in zip(aval.shape, tiles)),
+                       vma=aval.vma - frozenset(manual_axes))
 
 
 @contextmanager
-def manual_axes_bound(mesh: Any, manual_axes: Sequence[str]) -> Iterator[None]:
-    """Binds the manual axes (with their sizes) for tracing or transforming a body."""
+def manual_axes_bound(mesh: Any, manual_axes: Sequence[str],
+                      check_vma: bool = False) -> Iterator[None]:
+    """Binds the manual axes (with their sizes) for tracing or transforming a
+    body, typing values with their varying manual axes when ``check_vma``."""
     sizes = _sizes(mesh)
-    with core.extend_axis_env_nd([(a, sizes[a]) for a in manual_axes]):
+    with core.extend_axis_env_nd([(a, sizes[a]) for a in manual_axes]), \
+            _vma.checking_vma(check_vma):
         yield
 
 
@@ -108,7 +131,8 @@ def _unmentioned(spec: Spec, manual_axes: Sequence[str]) -> tuple[str, ...]:
 
 # --- abstract evaluation and effects ------------------------------------------------------
 def _abstract_eval(*avals: ShapedArray, jaxpr: ClosedJaxpr, mesh: Any, in_specs: tuple[Spec, ...],
-                   out_specs: tuple[Spec, ...], name: str, **_: Any) -> list[ShapedArray]:
+                   out_specs: tuple[Spec, ...], name: str, manual_axes: tuple[str, ...] = (),
+                   **_: Any) -> list[ShapedArray]:
     want = jaxpr.in_avals
     if len(avals) != len(want):
         raise TypeError(f"shard_map({name}): the body takes {len(want)} operands, got "
@@ -119,7 +143,7 @@ def _abstract_eval(*avals: ShapedArray, jaxpr: ClosedJaxpr, mesh: Any, in_specs:
             raise TypeError(f"shard_map({name}): an operand of type {aval.str_short()} gives "
                             f"blocks {got.str_short()}, but the body takes "
                             f"{block.str_short()}")
-    return [global_aval(a, s, mesh) for a, s in zip(jaxpr.out_avals, out_specs)]
+    return [global_aval(a, s, mesh, manual_axes) for a, s in zip(jaxpr.out_avals, out_specs)]
 
 
 def _effects(*, jaxpr: ClosedJaxpr, manual_axes: tuple[str, ...], **_: Any) -> Effects:
@@ -137,7 +161,7 @@ def _with(params: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 def _bound(params: dict[str, Any]) -> Any:
-    return manual_axes_bound(params["mesh"], params["manual_axes"])
+    return manual_axes_bound(params["mesh"], params["manual_axes"], params["check_vma"])
 
 
 def _dbg(jaxpr: ClosedJaxpr) -> JaxprDebugInfo:
@@ -252,6 +276,9 @@ def _transposed_body(params: dict[str, Any], which_linear: tuple[bool, ...]) -> 
     num_res = sum(not lin for lin in which_linear)
     lin_specs = [s for s, lin in zip(in_specs, which_linear) if lin]
 
+    if params["check_vma"]:
+        # the pvary/psum_invariant transposes in the body do the sums
+        return transposed
     def fun(*args: Any) -> list[Any]:
         res, cts = list(args[:num_res]), list(args[num_res:])
         scaled = []
@@ -290,15 +317,55 @@ def _batch(axis_data: batching.AxisData, args: Sequence[Any], dims: Sequence[int
            **params: Any) -> tuple[list[Any], list[int | None]]:
     moved = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
     in_batched = tuple(d is not None for d in dims)
+    spmd = _spmd_axes(axis_data, params)
+    if spmd:
+        # vmap(..., spmd_axis_name=...): the batch dimension is split over
+        # those mesh axes, each device batching its block of it.
+        axis_data = batching.AxisData(axis_data.name,
+                                      axis_data.size // _axes_size(params["mesh"], spmd),
+                                      axis_data.spmd_name)
     with _bound(params):
         batched, out_batched = batching.batch_jaxpr(params["jaxpr"], axis_data, in_batched,
                                                     False)
-    # The batch dimension stays whole on every device.
-    in_specs = tuple(((),) + s if b else s for s, b in zip(params["in_specs"], in_batched))
-    out_specs = tuple(((),) + s if b else s for s, b in zip(params["out_specs"], out_batched))
+        if spmd and params["check_vma"]:
+            batched = _varying_over(batched, spmd, in_batched)
+    in_specs = tuple((spmd,) + s if b else s for s, b in zip(params["in_specs"], in_batched))
+    out_specs = tuple((spmd,) + s if b else s for s, b in zip(params["out_specs"], out_batched))
     outs = shard_map_p.bind(*moved, **_with(params, jaxpr=batched, in_specs=in_specs,
                                             out_specs=out_specs))
     return list(outs), [0 if b else None for b in out_batched]
+
+
+def _varying_over(jaxpr: ClosedJaxpr, axes: tuple[str, ...], which: Sequence[bool]
+                  ) -> ClosedJaxpr:
+    """``jaxpr`` retyped with the ``which`` inputs varying over ``axes`` too
+    (their batch dimension is split over them), so the values they meet are
+    ``pvary``'d and the transposes sum over those axes."""
+    avals = [a.update(vma=a.vma | frozenset(axes)) if w else a
+             for a, w in zip(jaxpr.in_avals, which)]
+    return retrace(lambda *args: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args), avals,
+                   _dbg(jaxpr))
+
+
+def _spmd_axes(axis_data: batching.AxisData, params: dict[str, Any]) -> tuple[str, ...]:
+    """The manual mesh axes a ``vmap``'s ``spmd_axis_name`` splits its batch
+    dimension over (none without one)."""
+    name = axis_data.spmd_name
+    if name is None:
+        return ()
+    axes = tuple(name) if isinstance(name, (tuple, list)) else (name,)
+    manual = params["manual_axes"]
+    if not all(a in manual for a in axes):
+        raise ValueError(f"vmap spmd_axis_name {name!r} names axes that are not manual axes "
+                         f"{manual} of the shard_map({params['name']}) it batches")
+    used = {a for spec in params["in_specs"] for dim in spec for a in dim}
+    if used & set(axes):
+        raise ValueError("vmap spmd_axis_name cannot appear in shard_map in_specs")
+    size = _axes_size(params["mesh"], axes)
+    if axis_data.size % size:
+        raise ValueError(f"vmap spmd_axis_name {name!r}: the batch size {axis_data.size} is "
+                         f"not divisible by the size {size} of those mesh axes")
+    return axes
 
 
 batching.fancy_primitive_batchers[shard_map_p] = _batch
@@ -324,128 +391,50 @@ def _dce(used_outputs: Sequence[bool], eqn: JaxprEqn) -> tuple[list[bool], Jaxpr
 pe.dce_rules[shard_map_p] = _dce
 
 
-# --- varying manual axes ------------------------------------------------------------------------
-#: Collectives after which a value no longer varies over the axes they name.
-_REDUCING = (coll.psum_p, coll.pmax_p, coll.pmin_p, coll.all_gather_p)
-#: Collectives whose result varies over the axes they name.
-_VARYING = (coll.ppermute_p, coll.reduce_scatter_p, coll.all_to_all_p, coll.axis_index_p,
-            coll.pvary_p)
-
-
-def _named_axes(params: dict[str, Any]) -> frozenset[Hashable]:
-    for key in ("axes", "axis_name"):
-        if key in params:
-            value = params[key]
-            names = value if isinstance(value, (tuple, list)) else (value,)
-            return frozenset(n for n in names if not isinstance(n, int))
-    return frozenset()
-
-
-def varying_axes(jaxpr: Jaxpr, in_vma: Sequence[frozenset[Hashable]],
-                 manual_axes: Sequence[str]) -> list[frozenset[Hashable]]:
-    """For each output of ``jaxpr``, the manual axes it may vary over, given
-    those of its inputs (constants vary over none)."""
-    manual = frozenset(manual_axes)
-    env: dict[Var, frozenset[Hashable]] = dict(zip(jaxpr.invars, in_vma))
-
-    def read(atom: Any) -> frozenset[Hashable]:
-        return env.get(atom, frozenset()) if isinstance(atom, Var) else frozenset()
-
-    for eqn in jaxpr.eqns:
-        ins = [read(v) for v in eqn.invars]
-        joined = frozenset().union(*ins)
-        prim = eqn.primitive
-        if prim in _REDUCING:
-            outs = [joined - _named_axes(eqn.params)] * len(eqn.outvars)
-        elif prim in _VARYING:
-            outs = [joined | (_named_axes(eqn.params) & manual)] * len(eqn.outvars)
-        elif (structured := _structured_vma(eqn, ins, manual_axes)) is not None:
-            outs = structured
-        else:
-            # Anything else (elementwise ops, control flow, nested shard_maps)
-            # may vary wherever one of its operands does.
-            outs = [joined] * len(eqn.outvars)
-        for v, vma in zip(eqn.outvars, outs):
-            env[v] = vma
-    return [read(v) for v in jaxpr.outvars]
-
-
-def _fixed_point_carry(body: Jaxpr, consts: list[frozenset[Hashable]],
-                       carry: list[frozenset[Hashable]], rest: list[frozenset[Hashable]],
-                       manual_axes: Sequence[str]) -> tuple[list[frozenset[Hashable]],
-                                                            list[frozenset[Hashable]]]:
-    """A loop body's output vmas once the carry's vmas stop growing (they
-    only grow, over finitely many axes)."""
-    while True:
-        outs = varying_axes(body, consts + carry + rest, manual_axes)
-        new_carry = [c | o for c, o in zip(carry, outs)]
-        if new_carry == carry:
-            return carry, outs[len(carry):]
-        carry = new_carry
-
-
-def _structured_vma(eqn: JaxprEqn, ins: list[frozenset[Hashable]],
-                    manual_axes: Sequence[str]) -> list[frozenset[Hashable]] | None:
-    """The output vmas of the higher-order primitives whose bodies are
-    looked into (jit, checkpoint, scan, while, cond); None for others."""
-    p, name = eqn.params, eqn.primitive.name
-    if name == "jit":
-        return varying_axes(p["jaxpr"].jaxpr, ins, manual_axes)
-    if name == "checkpoint":
-        return varying_axes(p["jaxpr"], ins, manual_axes)
-    if name == "scan":
-        nc, nk = p["num_consts"], p["num_carry"]
-        carry, ys = _fixed_point_carry(p["jaxpr"].jaxpr, ins[:nc], ins[nc:nc + nk],
-                                       ins[nc + nk:], manual_axes)
-        return carry + ys
-    if name == "while":
-        nc = p["cond_nconsts"] + p["body_nconsts"]
-        carry, _ = _fixed_point_carry(p["body_jaxpr"].jaxpr, ins[p["cond_nconsts"]:nc],
-                                      ins[nc:], [], manual_axes)
-        # The trip count may differ between devices when the predicate varies.
-        pred = varying_axes(p["cond_jaxpr"].jaxpr, ins[:p["cond_nconsts"]] + carry,
-                            manual_axes)[0]
-        return [c | pred for c in carry]
-    if name == "cond":
-        branch_outs = [varying_axes(b.jaxpr, ins[1:], manual_axes) for b in p["branches"]]
-        return [frozenset().union(ins[0], *outs) for outs in zip(*branch_outs)]
-    return None
-
-
-def check_replication(jaxpr: ClosedJaxpr, mesh: Any, in_specs: Sequence[Spec],
-                      out_specs: Sequence[Spec], manual_axes: tuple[str, ...],
-                      fun_name: str, result_paths: Sequence[str | None]) -> None:
-    """Raises ``ReplicationError`` (naming the function, the result and the
-    axes) when an output claimed replicated over a manual axis may vary over it."""
-    in_vma = [frozenset(a for axes in s for a in axes) for s in in_specs]
-    out_vma = varying_axes(jaxpr.jaxpr, in_vma, manual_axes)
-    for i, (vma, spec) in enumerate(zip(out_vma, out_specs)):
-        bad = [a for a in _unmentioned(spec, manual_axes) if a in vma]
+# --- the out_specs check -------------------------------------------------------------------------
+def check_replication(out_avals: Sequence[ShapedArray], mesh: Any, out_specs: Sequence[Spec],
+                      manual_axes: tuple[str, ...], fun_name: str,
+                      result_paths: Sequence[str | None]) -> None:
+    """Raises ``ReplicationError`` (naming the function, each offending result
+    by its path and the axes) when a body result, typed with its varying manual
+    axes, varies over a manual axis its ``out_specs`` entry leaves out."""
+    msgs = []
+    for i, (aval, spec) in enumerate(zip(out_avals, out_specs)):
+        unmentioned = _unmentioned(spec, manual_axes)
+        bad = [a for a in unmentioned if a in aval.vma]
         if not bad:
             continue
         path = result_paths[i] if i < len(result_paths) and result_paths[i] else f"#{i}"
-        shape = ", ".join(f"'{n}': {s}" for n, s in _sizes(mesh).items())
-        raise ReplicationError(
-            f"shard_map applied to the function '{fun_name}' was given out_specs which "
-            f"require replication which can't be statically inferred given the mesh:\n\n"
-            f"The mesh given has shape {{{shape}}} with corresponding axis names "
-            f"{tuple(mesh.axis_names)}.\n\nout_specs entry for output {path} is "
-            f"{_spec_str(spec)}, which implies that the output is replicated across mesh "
-            f"axes {tuple(bad)}, but it may vary over them (it was not reduced with psum, "
-            f"pmax, pmin or all_gather over them).\n\nCheck if these output values are "
-            f"meant to be replicated over those mesh axes. If not, consider revising the "
-            f"corresponding out_specs entries. If so, consider disabling the check by "
-            f"passing the check_vma=False argument to `shard_map`.")
+        where = f"out_specs entry for the output {path} is {_spec_str(spec)}"
+        if len(unmentioned) > 1:
+            need = ",".join(a for a in manual_axes if a in spec_axes(spec))
+            got = ",".join(a for a in mesh.axis_names if a in aval.vma)
+            msgs.append(f"{where} which implies that the corresponding output value is only "
+                        f"varying across mesh axes {{{need}}} and not {{{','.join(bad)}}}, but "
+                        f"it was inferred to be possibly varying over {{{got}}}")
+        else:
+            msgs.append(f"{where} which implies that the corresponding output value is "
+                        f"replicated across mesh axis '{unmentioned[0]}', but could not infer "
+                        f"replication over any axes")
+    if not msgs:
+        return
+    shown = msgs[0] if len(msgs) == 1 else "\n\n".join(f"* {m}" for m in msgs)
+    raise ReplicationError(
+        f"shard_map applied to the function '{fun_name}' was given out_specs which require "
+        f"replication which can't be statically inferred given the mesh:\n\n"
+        f"The mesh given has shape {tuple(mesh.axis_sizes)} with corresponding axis names "
+        f"{tuple(mesh.axis_names)}.\n\n{shown}\n\nCheck if these output values are meant "
+        f"to be replicated over those mesh axes. If not, consider revising the corresponding "
+        f"out_specs entries. If so, consider disabling the check by passing the "
+        f"check_vma=False argument to `shard_map`.")
 
 
 def _spec_str(spec: Spec) -> str:
-    parts = []
-    for axes in spec:
-        if not axes:
-            parts.append("None")
-        elif len(axes) == 1:
-            parts.append(repr(axes[0]))
-        else:
-            parts.append(repr(tuple(axes)))
-    return f"PartitionSpec({', '.join(parts)})"
-
+    """``P('i',)`` / ``P(None, ('i', 'j'))``, as JAX prints a spec (trailing
+    unsplit dimensions left out)."""
+    dims = list(spec)
+    while dims and not dims[-1]:
+        dims.pop()
+    parts = [repr(axes[0]) if len(axes) == 1 else repr(tuple(axes)) if axes else "None"
+             for axes in dims]
+    return f"P({', '.join(parts)}{',' if len(parts) == 1 else ''})"

@@ -24,6 +24,8 @@ from lamina_mlir_lowering.axis_context import (
     UnboundAxisError,
 )
 from lamina_mlir_lowering.hlo_helpers import make_op, max_hlo, min_hlo
+from lamina_mlir_lowering.lowering import manual_computation
+from lamina_mlir_lowering.sharding import ShardingSpec
 from lamina_mlir_lowering.lax_rules.reductions import monoid_reduce
 from lamina_mlir_lowering.rules import (
     LoweringError,
@@ -200,6 +202,28 @@ def _axis_index(ctx: LoweringRuleContext, *, axis_name: Any, **params: Any) -> S
     row-major position over them), from the replica or partition id."""
     names = _names(axis_name)
     axis_ctx = _axis_context(ctx, names)
+    mctx = ctx.module_context
+    mesh = mctx.mesh
+    if (isinstance(axis_ctx, ShardingAxisContext) and mesh is not None
+            and mctx.sharding_format == "shardy"
+            and len(axis_ctx.axis_names) < len(mesh.axis_names)):
+        # The partition id means nothing to the partitioner while some mesh
+        # axes are automatic: read it where the rest are manual too.
+        rest = tuple(a for a in mesh.axis_names if a not in axis_ctx.axis_names)
+        scalar = mctx.types.shaped((), np.dtype(np.int32))
+        index = manual_computation(
+            mctx, lambda _: [_device_index(ctx, axis_ctx, names, scalar)], [], mesh=mesh,
+            in_specs=[], out_specs=[ShardingSpec.replicate(mesh, 0)], local_in_types=[],
+            local_out_types=[scalar], out_types=[scalar], manual_axes=rest, loc=ctx.loc)[0]
+    else:
+        index = _device_index(ctx, axis_ctx, names,
+                              mctx.types.shaped((), np.dtype(np.int32)))
+    return [hlo.convert(mctx.types.tensor(ctx.avals_out[0]), index)]
+
+
+def _device_index(ctx: LoweringRuleContext, axis_ctx: Any, names: Sequence[Any],
+                  result: ir.Type) -> Value:
+    """The row-major position along ``names`` of this device, as an int32."""
     types = ctx.module_context.types
     u32 = np.dtype(np.uint32)
     if isinstance(axis_ctx, ShardingAxisContext):
@@ -226,10 +250,11 @@ def _axis_index(ctx: LoweringRuleContext, *, axis_name: Any, **params: Any) -> S
     except UnboundAxisError as e:
         raise LoweringError(f"{e} (while lowering {ctx.where()})") from None
     assert index is not None
-    return [hlo.convert(types.tensor(ctx.avals_out[0]), index)]
+    return hlo.convert(result, index)
 
 
 register_lowering(lax.psum_p, _allreduce("add"))
+register_lowering(lax.psum_invariant_p, _allreduce("add"))
 register_lowering(lax.pmax_p, _allreduce("max"))
 register_lowering(lax.pmin_p, _allreduce("min"))
 register_lowering(lax.all_gather_p, _all_gather)

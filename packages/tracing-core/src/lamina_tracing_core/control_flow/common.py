@@ -58,12 +58,13 @@ def split_list(xs: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
 
 def long_type_str(aval: ShapedArray) -> str:
     """``float32[3,4]``: the type as JAX's control-flow errors print it."""
-    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]{aval.vma_str()}"
 
 
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:
-    """Equal shapes and dtypes (weak types are compatible, as in JAX)."""
-    return a.shape == b.shape and a.dtype == b.dtype
+    """Equal shapes, dtypes and varying manual axes (weak types are
+    compatible, as in JAX)."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.vma == b.vma
 
 
 def aval_mismatch_extra(a: ShapedArray, b: ShapedArray) -> str:
@@ -73,6 +74,12 @@ def aval_mismatch_extra(a: ShapedArray, b: ShapedArray) -> str:
         problems.append("the dtypes do not match")
     if a.shape != b.shape:
         problems.append("the shapes do not match")
+    if a.vma != b.vma:
+        fewer = (a.vma | b.vma) - (a.vma & b.vma)
+        axes = tuple(sorted(fewer, key=str))
+        problems.append(f"the manual axis types do not match (`lax.pcast(..., {axes}, "
+                        f"to='varying')` on the value that does not vary over them may fix "
+                        f"it)")
     if not problems:
         return ""
     if len(problems) == 1:

@@ -21,12 +21,14 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import batching, core, dtypes
+from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
 from lamina_tracing_core.lax import common, convert, helpers, reductions
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.primitives import Primitive, effect_rules, transpose_rules
+from lamina_tracing_core.vma import pvary_p, vma_rules
 from lamina_linear_util import tree_util
 
 Array = Any
@@ -127,13 +129,16 @@ def psum(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None) -> Any:
     def bind(leaf: Any) -> Any:
         if get_aval(leaf).dtype == dtypes.bool_:
             leaf = convert.convert_element_type(leaf, dtypes.int32)
-        if not _is_tracer(leaf):
+        if not _is_tracer(leaf) and not _vma.checking():
             named, pos = _named(axes), tuple(a for a in axes if isinstance(a, int))
             size = len(groups[0]) if groups is not None else axis_size(named)
             if pos:
                 nd = len(get_aval(leaf).shape)
                 leaf = reductions.reduce_sum(leaf, [common.canonicalize_axis(a, nd) for a in pos])
             return ew.mul(common.const(leaf, size), leaf) if size != 1 else leaf
+        if _vma.checking() and not any(isinstance(a, int) for a in axes) and groups is None:
+            # varying -> invariant: the sum over devices, whose transpose is pvary
+            return psum_invariant_p.bind(_vary_over(leaf, axes), axes=axes)
         return psum_p.bind(leaf, axes=axes, axis_index_groups=groups)
 
     return _tree_map(bind, x)
@@ -160,7 +165,34 @@ def _pextremum(prim: Primitive, x: Any, axis_name: AxisName, axis_index_groups: 
     if any(isinstance(a, int) for a in axes) and axis_index_groups is not None:
         raise ValueError("axis_index_groups only supported for sums over just named axes")
     groups = _canonical_groups(axis_index_groups)
-    return _tree_map(lambda leaf: prim.bind(leaf, axes=axes, axis_index_groups=groups), x)
+    return _tree_map(lambda leaf: prim.bind(_vary_over(leaf, axes), axes=axes,
+                                            axis_index_groups=groups), x)
+
+
+def _vary_over(x: Any, axes: Sequence[Any]) -> Any:
+    """``x`` typed as varying over the named ``axes`` before a collective over
+    them (a no-op unless varying manual axes are being checked)."""
+    if not _vma.checking():
+        return x
+    vma = get_aval(x).vma
+    missing = tuple(a for a in _named(axes) if a not in vma)
+    return pvary_p.bind(x, axes=missing) if missing else x
+
+
+def _reducing_vma(x: ShapedArray, **params: Any) -> frozenset[Any]:
+    """After an all-reduce the value no longer varies over the axes it names."""
+    return x.vma - frozenset(_named(_as_tuple(params.get("axes", params.get("axis_name")))))
+
+
+def _collective_vma(name: str) -> Any:
+    def rule(x: ShapedArray, **params: Any) -> frozenset[Any]:
+        axes = _named(_as_tuple(params["axis_name"]))
+        if any(a not in x.vma for a in axes):
+            raise ValueError(f"Collective {name} must be applied to a device-varying type, "
+                             f"but got {set(x.vma)} for collective acting over axis name "
+                             f"{axes}; pass check_vma=False to shard_map to skip the check")
+        return x.vma
+    return rule
 
 
 def pmax(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None) -> Any:
@@ -190,34 +222,74 @@ def _psum_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...], axis_index_groups
 
 helpers.deflinear(psum_p, _psum_transpose)
 
+#: ``psum_invariant[axes] x``: the sum over devices of a value varying over
+#: ``axes``, typed invariant over them (what ``psum`` binds in a ``shard_map``
+#: body traced with ``check_vma``). Its transpose is ``pvary``: the cotangent
+#: of each device's contribution is the (invariant) cotangent of the sum.
+psum_invariant_p = Primitive("psum_invariant")
+
+
+def _psum_invariant_abstract_eval(x: ShapedArray, *, axes: tuple[Any, ...]) -> ShapedArray:
+    if x.dtype not in common.NUM:
+        common.check_dtype("psum", x, common.NUM)
+    if any(isinstance(a, int) for a in axes):
+        raise ValueError(f"psum_invariant does not accept positional axes, got {axes}")
+    return x.strip_weak_type()
+
+
+def _psum_invariant_vma(x: ShapedArray, *, axes: tuple[Any, ...]) -> frozenset[Any]:
+    if not set(axes) & x.vma:
+        raise ValueError(
+            f"psum is a varying->invariant collective: the axes it sums over must be among "
+            f"those its operand varies over. Got axes={axes} for an operand of type "
+            f"{x.str_short()}")
+    return x.vma - frozenset(axes)
+
+
+psum_invariant_p.def_abstract_eval(_psum_invariant_abstract_eval)
+effect_rules[psum_invariant_p] = lambda *, axes: _effects_of(axes)
+vma_rules[psum_invariant_p] = _psum_invariant_vma
+helpers.deflinear(psum_invariant_p,
+                  lambda ct, x, *, axes: [pvary_p.bind(ct, axes=axes)])
+helpers.deflinear(pvary_p, lambda ct, x, *, axes: [psum_invariant_p.bind(ct, axes=axes)])
+for _p in (psum_p, pmax_p, pmin_p):
+    vma_rules[_p] = _reducing_vma
+
 
 def _reduce_positional(prim: Primitive, v: Any, axes: tuple[int, ...]) -> Any:
     if not axes:
         return v
     red = {psum_p: reductions.reduce_sum, pmax_p: reductions.reduce_max,
-           pmin_p: reductions.reduce_min}[prim]
+           pmin_p: reductions.reduce_min, psum_invariant_p: reductions.reduce_sum}[prim]
     return red(v, axes)
 
 
+def _bind_allreduce(prim: Primitive, v: Any, axes: tuple[Any, ...],
+                    axis_index_groups: Any) -> Any:
+    if prim is psum_invariant_p:
+        return prim.bind(v, axes=axes)
+    return prim.bind(v, axes=axes, axis_index_groups=axis_index_groups)
+
+
 def _allreduce_batch(prim: Primitive, axis_data: Any, args: Any, dims: Any, *,
-                     axes: tuple[Any, ...], axis_index_groups: Any) -> Any:
+                     axes: tuple[Any, ...], axis_index_groups: Any = None) -> Any:
     (v,), (d,) = args, dims
     frame = axis_data.name
     if frame not in axes:
         if d is None:
-            return prim.bind(v, axes=axes, axis_index_groups=axis_index_groups), None
+            return _bind_allreduce(prim, v, axes, axis_index_groups), None
         if not any(isinstance(a, int) for a in axes):
-            return prim.bind(v, axes=axes, axis_index_groups=axis_index_groups), d
+            return _bind_allreduce(prim, v, axes, axis_index_groups), d
         v = helpers.moveaxis(v, d, 0)
         shifted = tuple(a + 1 if isinstance(a, int) else a for a in axes)
-        return prim.bind(v, axes=shifted, axis_index_groups=axis_index_groups), 0
+        return _bind_allreduce(prim, v, shifted, axis_index_groups), 0
     if axis_index_groups is not None:
         raise ValueError(f"{prim.name} with axis_index_groups over an axis bound by vmap "
                          "is not supported")
     rest = tuple(a for a in axes if a != frame)
     if d is None:
-        out = prim.bind(v, axes=rest, axis_index_groups=None) if rest else v
-        if prim is psum_p:
+        out = _bind_allreduce(prim, v, rest, None) if rest else v
+        if prim is psum_p or prim is psum_invariant_p:
             out = ew.mul(common.const(out, axis_data.size), out)
         return out, None
     # The vmapped axis is reduced as a positional axis: the batch dim itself.
@@ -226,7 +298,7 @@ def _allreduce_batch(prim: Primitive, axis_data: Any, args: Any, dims: Any, *,
     named = _named(rest)
     out = _reduce_positional(prim, v, tuple(sorted(pos)))
     if named:
-        out = prim.bind(out, axes=named, axis_index_groups=None)
+        out = _bind_allreduce(prim, out, named, None)
     return out, None
 
 
@@ -236,6 +308,9 @@ batching.fancy_primitive_batchers[pmax_p] = \
     lambda axis_data, args, dims, **p: _allreduce_batch(pmax_p, axis_data, args, dims, **p)
 batching.fancy_primitive_batchers[pmin_p] = \
     lambda axis_data, args, dims, **p: _allreduce_batch(pmin_p, axis_data, args, dims, **p)
+batching.fancy_primitive_batchers[psum_invariant_p] = \
+    lambda axis_data, args, dims, **p: _allreduce_batch(psum_invariant_p, axis_data, args,
+                                                        dims, **p)
 
 
 # --- ppermute -------------------------------------------------------------------------------
@@ -260,7 +335,8 @@ def ppermute(x: Any, axis_name: AxisName, perm: Sequence[tuple[int, int]]) -> An
     over the named axis; devices that receive nothing get zeros."""
     axes = _as_tuple(axis_name)
     perm_t = tuple((operator.index(s), operator.index(t)) for s, t in perm)
-    return _tree_map(lambda leaf: ppermute_p.bind(leaf, axis_name=axes, perm=perm_t), x)
+    return _tree_map(lambda leaf: ppermute_p.bind(_vary_over(leaf, axes), axis_name=axes,
+                                                  perm=perm_t), x)
 
 
 def pshuffle(x: Any, axis_name: AxisName, perm: Sequence[int]) -> Any:
@@ -344,7 +420,8 @@ def all_gather(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None, ax
     def bind(leaf: Any) -> Any:
         nd = len(get_aval(leaf).shape)
         dim = common.canonicalize_axis(axis, nd if tiled else nd + 1)
-        return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=axes,
+        return all_gather_p.bind(_vary_over(leaf, axes), all_gather_dimension=dim,
+                                 axis_name=axes,
                                  axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
 
     return _tree_map(bind, x)
@@ -390,7 +467,8 @@ def psum_scatter(x: Any, axis_name: AxisName, *, scatter_dimension: int = 0,
 
     def bind(leaf: Any) -> Any:
         dim = common.canonicalize_axis(scatter_dimension, len(get_aval(leaf).shape))
-        return reduce_scatter_p.bind(leaf, scatter_dimension=dim, axis_name=axes,
+        return reduce_scatter_p.bind(_vary_over(leaf, axes), scatter_dimension=dim,
+                                     axis_name=axes,
                                      axis_index_groups=groups, axis_size=size,
                                      tiled=bool(tiled))
 
@@ -551,7 +629,8 @@ def all_to_all(x: Any, axis_name: AxisName, split_axis: int, concat_axis: int, *
             elif concat < split:
                 leaf = st.expand_dims(leaf, (concat,))
                 split += 1
-        out = all_to_all_p.bind(leaf, split_axis=split, concat_axis=concat,
+        out = all_to_all_p.bind(_vary_over(leaf, _as_tuple(axis_name)), split_axis=split,
+                                concat_axis=concat,
                                 axis_name=axis_name, axis_index_groups=groups,
                                 tiled=bool(tiled))
         if not tiled and split != concat:
@@ -638,28 +717,54 @@ batching.fancy_primitive_batchers[axis_index_p] = _axis_index_batch
 
 
 # --- pvary / pbroadcast -----------------------------------------------------------------------
-pvary_p = Primitive("pvary")
-pvary_p.def_abstract_eval(lambda x, *, axes: x)
-effect_rules[pvary_p] = lambda *, axes: _effects_of(axes)
-
-
 def pvary(x: Any, axis_name: AxisName) -> Any:
-    """Marks ``x`` (a pytree) as varying over the named axes: the values do
-    not change, only ``shard_map``'s varying-manual-axes type does (so a
-    replicated value may meet a per-device one, or be permuted)."""
+    """Types ``x`` (a pytree) as varying over the named manual axes: the values
+    do not change, only ``shard_map``'s varying-manual-axes type does, so an
+    invariant value may meet per-device ones. Its transpose sums the
+    cotangents over those axes. A no-op unless the body is traced with
+    ``check_vma``."""
     axes = _named(_as_tuple(axis_name))
-    if not axes:
+    if not axes or not _vma.checking():
         return x
     return _tree_map(lambda leaf: pvary_p.bind(leaf, axes=axes), x)
 
 
-# Identity on values, so identity on cotangents too: the cotangent of a value
-# replicated over an axis is summed over that axis where shard_map hands it back.
-helpers.deflinear(pvary_p, lambda ct, x, *, axes: [ct])
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x: Any, axis_name: AxisName, *, to: str) -> Any:
+    """Changes the manual-axes type of ``x`` (a pytree) over ``axis_name``:
+    ``to='varying'`` is :func:`pvary` (an invariant value becomes varying)."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"pcast: axis_name={axis_name!r} must be a tuple or a str")
+    axes = _named(_as_tuple(axis_name))
+    if not axes:
+        return x
+    if to not in _PCAST_TO:
+        raise ValueError(f"pcast: got unexpected `to` value {to!r}; allowed `to` values are "
+                         f"{set(_PCAST_TO)}")
+    if to != "varying":
+        raise ValueError(f"pcast: to={to!r} (reduced and unreduced types) is not supported "
+                         f"by lamina; only to='varying' is")
+
+    def one(leaf: Any) -> Any:
+        if _vma.checking() and any(a in get_aval(leaf).vma for a in axes):
+            raise ValueError(f"pcast: unsupported pcast from=varying, to={to!r} (the "
+                             f"operand {get_aval(leaf).str_short()} already varies over "
+                             f"{axes})")
+        return pvary(leaf, axes)
+
+    return _tree_map(one, x)
+
+
 batching.fancy_primitive_batchers[pvary_p] = \
     lambda axis_data, args, dims, *, axes: (
         pvary_p.bind(args[0], axes=tuple(a for a in axes if a != axis_data.name))
         if any(a != axis_data.name for a in axes) else args[0], dims[0])
+
+for _p in (ppermute_p, all_gather_p, reduce_scatter_p, all_to_all_p):
+    vma_rules[_p] = _collective_vma(_p.name)
+vma_rules[axis_index_p] = lambda *, axis_name: frozenset(_named(_as_tuple(axis_name)))
 
 
 def pbroadcast(x: Any, axis_name: AxisName, source: int) -> Any:
@@ -673,8 +778,12 @@ def pbroadcast(x: Any, axis_name: AxisName, source: int) -> Any:
     def one(leaf: Any) -> Any:
         keep = ew.eq(axis_index(axis_name), np.array(source, np.int32))
         zero = common.const(leaf, 0)
-        return psum(ew.select(st.broadcast(keep, get_aval(leaf).shape), leaf,
-                              st.broadcast(zero, get_aval(leaf).shape)), axis_name)
+        summed = psum(ew.select(st.broadcast(keep, get_aval(leaf).shape), leaf,
+                                st.broadcast(zero, get_aval(leaf).shape)), axis_name)
+        # typed as its operand (as JAX's collective broadcast is), though the
+        # value is now the same on every device
+        return pvary(summed, tuple(a for a in get_aval(leaf).vma
+                                   if a not in get_aval(summed).vma))
 
     return _tree_map(one, x)
 
@@ -684,4 +793,4 @@ _ = (math, transpose_rules)
 __all__ = ["psum_p", "pmax_p", "pmin_p", "ppermute_p", "all_gather_p", "reduce_scatter_p",
            "all_to_all_p", "axis_index_p", "pvary_p", "psum", "pmean", "pmax", "pmin", "ppermute",
            "pshuffle", "all_gather", "psum_scatter", "all_to_all", "pswapaxes", "axis_index",
-           "axis_size", "pvary", "pbroadcast"]
+           "axis_size", "pvary", "pbroadcast", "pcast", "psum_invariant_p"]

@@ -1,0 +1,137 @@
+"""Varying manual axes: the part of a value's type that says over which manual
+mesh axes of a ``shard_map`` it may differ between devices (JAX's ``vma``).
+
+While a ``shard_map`` body traced with ``check_vma`` is traced or transformed
+(``checking_vma(True)``), every value's aval carries ``vma``: a body argument
+varies over the manual axes its ``in_specs`` entry names, constants over none.
+The rules:
+
+- an operation's results vary wherever one of its operands does; before a
+  first-order primitive is applied to operands of different ``vma``, the
+  invariant ones are ``pvary``'d to the join (``core.bind`` calls
+  :func:`insert_pvary`), so every equation sees operands of one type;
+- ``pvary`` adds axes (the value is unchanged; its transpose is
+  ``psum_invariant``, the sum over devices that makes the gradient of a
+  replicated parameter the sum of the per-device gradients);
+- primitives with a rule in ``vma_rules`` (the collectives, nested
+  ``shard_map``) compute their results' ``vma`` themselves;
+- higher-order primitives keep the ``vma`` their bodies' jaxprs give.
+
+Outside such bodies nothing here runs and every ``vma`` is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.effects import Effects, NamedAxisEffect
+from lamina_tracing_core.primitives import Primitive, effect_rules
+
+__all__ = ["checking", "checking_vma", "vma_rules", "result_avals", "insert_pvary",
+           "pvary_p", "join", "vma_of"]
+
+#: ``[on]``: whether values are typed with their varying manual axes now.
+_checking = [False]
+
+VmaRule = Callable[..., frozenset[Any]]
+#: ``rule(*in_avals, **params) -> vma`` of every result, for primitives whose
+#: results do not simply vary wherever their operands do.
+vma_rules: dict[Primitive, VmaRule] = {}
+
+
+def checking() -> bool:
+    """True while a ``shard_map`` body traced with ``check_vma`` is traced or
+    transformed."""
+    return _checking[0]
+
+
+@contextmanager
+def checking_vma(on: bool) -> Iterator[None]:
+    """Types values with their varying manual axes (or stops, for a body
+    traced with ``check_vma=False``) for the extent of the block."""
+    before = _checking[0]
+    _checking[0] = on
+    try:
+        yield
+    finally:
+        _checking[0] = before
+
+
+def vma_of(x: Any) -> frozenset[Any]:
+    return get_aval(x).vma
+
+
+def join(avals: Sequence[ShapedArray]) -> frozenset[Any]:
+    out: frozenset[Any] = frozenset()
+    for a in avals:
+        if a.vma:
+            out = out | a.vma
+    return out
+
+
+def result_avals(prim: Primitive, in_avals: Sequence[ShapedArray], out: Any,
+                 params: dict[str, Any]) -> Any:
+    """``out`` (an aval or a list of them, as ``prim``'s abstract evaluation
+    gave it) with the results' varying manual axes."""
+    rule = vma_rules.get(prim)
+    if rule is not None:
+        vma = rule(*in_avals, **params)
+    elif prim.higher_order:
+        return out
+    else:
+        vma = join(in_avals)
+    if prim.multiple_results:
+        return [a if a.vma == vma else a.update(vma=vma) for a in out]
+    return out if out.vma == vma else out.update(vma=vma)
+
+
+def insert_pvary(prim: Primitive, args: Sequence[Any]) -> Sequence[Any]:
+    """``args`` with the operands that vary over fewer manual axes than the
+    others ``pvary``'d to the join, for a first-order primitive."""
+    if prim.higher_order or prim in vma_rules or len(args) < 2:
+        return args
+    try:
+        vmas = [get_aval(x).vma for x in args]
+    except TypeError:
+        return args  # not arrays: the primitive's own checks will say so
+    first = vmas[0]
+    if all(v == first for v in vmas):
+        return args
+    joined = frozenset().union(*vmas)
+    return [x if v == joined else pvary_p.bind(x, axes=_ordered(joined - v))
+            for x, v in zip(args, vmas)]
+
+
+def _ordered(axes: frozenset[Any]) -> tuple[Any, ...]:
+    return tuple(sorted(axes, key=str))
+
+
+# --- pvary ------------------------------------------------------------------------------------
+#: ``pvary[axes] x``: ``x`` typed as varying over ``axes`` too (no data moves).
+pvary_p = Primitive("pvary")
+
+
+def _pvary_abstract_eval(x: ShapedArray, *, axes: tuple[Any, ...]) -> ShapedArray:
+    return x
+
+
+def _pvary_vma(x: ShapedArray, *, axes: tuple[Any, ...]) -> frozenset[Any]:
+    already = [a for a in axes if a in x.vma]
+    if already:
+        raise ValueError(
+            f"pvary is an invariant->varying cast: the axes it names must not be among "
+            f"those the operand already varies over. Got axes={axes} for an operand of type "
+            f"{x.str_short()}")
+    return x.vma | frozenset(axes)
+
+
+def _pvary_effects(*, axes: tuple[Any, ...]) -> Effects:
+    return frozenset(NamedAxisEffect(a) for a in axes)
+
+
+pvary_p.def_abstract_eval(_pvary_abstract_eval)
+effect_rules[pvary_p] = _pvary_effects
+vma_rules[pvary_p] = _pvary_vma
