@@ -28,13 +28,18 @@ from typing import Any, NamedTuple
 import numpy as np
 from lamina_tracing_core import control_flow as lax_control
 from lamina_tracing_core import core, dtypes, lax
+from lamina_mlir_lowering.lowering import lower_fun
+from lamina_mlir_lowering.rules import register_lowering
 from lamina_tracing_core.api import vmap
 from lamina_tracing_core.avals import get_aval
-from lamina_tracing_core.custom_derivatives import custom_jvp
+from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.base_primitives import bdim_at_front
+from lamina_tracing_core.lax import helpers as lax_helpers
 from lamina_tracing_core.lax import special as lax_special
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy.key_arrays import (RBG, THREEFRY, UNSAFE_RBG, KeyDType, PRNGImpl,
                                                    PRNGKeyArray, resolve_impl)
+from lamina_tracing_core.primitives import Primitive
 from lamina_sharded_jit import jit
 
 import lamina.numpy as jnp
@@ -50,7 +55,7 @@ __all__ = [
     "key_dtype", "key_impl",
     "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial",
     "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson",
-    "rademacher", "randint", "rayleigh", "split", "t", "threefry_2x32", "triangular",
+    "rademacher", "random_gamma_p", "randint", "rayleigh", "split", "t", "threefry_2x32", "triangular",
     "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data",
 ]
 
@@ -798,19 +803,28 @@ def _gamma_one(key: KeyArray, alpha: Array, log_space: bool) -> Array:
     return lax.mul(lax.mul(d, v), boost)
 
 
-def _gamma_impl(key: KeyArray, a: Array, log_space: bool) -> Array:
+def _gamma_impl(keys: Array, a: Array, *, log_space: bool, impl: PRNGImpl) -> Array:
+    """``random_gamma``'s computation: ``keys`` is key data of shape
+    ``batch + impl.key_shape`` with ``batch`` a prefix of ``a``'s shape; each
+    key is split into one key per element of its slice of ``a``."""
     shape = get_aval(a).shape
+    batch = get_aval(keys).shape[:get_aval(keys).ndim - len(impl.key_shape)]
     n = math.prod(shape)
     if n == 0:
         return lax.full(shape, 0, get_aval(a).dtype)
-    keys = split(key, n)
+    per_key = math.prod(shape[len(batch):])
+    flat_keys = lax.reshape(keys, (math.prod(batch),) + impl.key_shape)
+    split_data = vmap(lambda d: _data(split(PRNGKeyArray(d, impl), per_key)))(flat_keys)
+    data = lax.reshape(split_data, (n,) + impl.key_shape)
     alphas = lax.reshape(a, (n,))
-    if _impl_of(key) is THREEFRY:
-        samples = vmap(lambda k, alpha: _gamma_one(k, alpha, log_space))(keys, alphas)
+    if impl is THREEFRY:
+        samples = vmap(lambda d, alpha: _gamma_one(PRNGKeyArray(d, impl), alpha, log_space))(
+            data, alphas)
     else:
         # The rbg generators batch differently (a batch draws from its first
         # key), so the draws run one after another, as in JAX.
-        samples = lax_control.map(lambda ka: _gamma_one(ka[0], ka[1], log_space), (keys, alphas))
+        samples = lax_control.map(
+            lambda da: _gamma_one(PRNGKeyArray(da[0], impl), da[1], log_space), (data, alphas))
     return lax.reshape(samples, shape)
 
 
@@ -825,14 +839,54 @@ def _gamma_grad(sample: Array, a: Array, log_space: bool) -> Array:
     return lax_special.random_gamma_grad(a, sample)
 
 
-def _make_gamma_sampler(log_space: bool) -> Any:
-    sampler = custom_jvp(lambda key, a: _gamma_impl(key, a, log_space))
-    sampler.defjvps(None, lambda t, ans, key, a: lax.mul(t, _gamma_grad(ans, a, log_space)))
-    return sampler
+class _KeyedPrimitive(Primitive):
+    """A primitive whose first operand is keys: bound with a typed key array it
+    takes the key data and records the implementation as the ``impl`` param
+    (a raw ``uint32`` key is threefry data), so jaxprs carry plain arrays."""
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        keys, *rest = args
+        if isinstance(keys, PRNGKeyArray):
+            params["impl"] = keys.impl
+            keys = keys.base
+        else:
+            params.setdefault("impl", THREEFRY)
+        return super().bind(keys, *rest, **params)
 
 
-_gamma_sample = _make_gamma_sampler(False)
-_loggamma_sample = _make_gamma_sampler(True)
+random_gamma_p = _KeyedPrimitive("random_gamma")
+"""``random_gamma_p.bind(keys, a, log_space)``: Gamma(``a``) draws (their logs
+when ``log_space``) by Marsaglia and Tsang's method; ``keys`` is one key or a
+batch of keys over the leading axes of ``a``."""
+
+
+@random_gamma_p.def_abstract_eval
+def _random_gamma_abstract_eval(keys: ShapedArray, a: ShapedArray, *, log_space: bool,
+                                impl: PRNGImpl) -> ShapedArray:
+    del log_space
+    batch = keys.shape[:keys.ndim - len(impl.key_shape)]
+    if (keys.dtype != np.uint32 or keys.shape[len(batch):] != impl.key_shape
+            or a.shape[:len(batch)] != batch):
+        raise TypeError(f"random_gamma: keys must be {impl.name} key data of shape batch + "
+                        f"{impl.key_shape} with batch a prefix of a's shape {a.shape}, got "
+                        f"{keys.str_short()}")
+    if not dtypes.is_floating(a.dtype):
+        raise TypeError(f"random_gamma: a must be floating, got {a.str_short()}")
+    return ShapedArray(a.shape, a.dtype)
+
+
+def _random_gamma_batch(args: Any, dims: Any, *, log_space: bool,
+                        impl: PRNGImpl) -> tuple[Array, int]:
+    size = next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
+    keys, a = (bdim_at_front(x, d, size) for x, d in zip(args, dims))
+    return random_gamma_p.bind(keys, a, log_space=log_space, impl=impl), 0
+
+
+random_gamma_p.def_batching(_random_gamma_batch)
+lax_helpers.defjvp2(random_gamma_p, None,
+                    lambda t, ans, keys, a, *, log_space, impl:
+                    lax.mul(t, _gamma_grad(ans, a, log_space)))
+register_lowering(random_gamma_p, lower_fun(_gamma_impl, multiple_results=False))
 
 
 def _gamma(key: KeyArray, a: Any, shape: tuple[int, ...] | None, dtype: np.dtype[Any],
@@ -845,7 +899,7 @@ def _gamma(key: KeyArray, a: Any, shape: tuple[int, ...] | None, dtype: np.dtype
     alpha = _util.convert(a, dtype)
     if a_shape != shape:
         alpha = _util.broadcast_to("lamina.random.gamma", alpha, shape)
-    return (_loggamma_sample if log_space else _gamma_sample)(key, alpha)
+    return random_gamma_p.bind(key, alpha, log_space=log_space)
 
 
 _gamma_compiled = jit(_gamma, static_argnums=(2, 3, 4))

@@ -1,5 +1,6 @@
 """``lamina.scipy.signal``: N-dimensional convolution and correlation (direct,
-through XLA's convolution, or through the FFT) and ``detrend``."""
+through XLA's convolution, or through the FFT), ``detrend``, and the windowed
+Fourier analysis ``stft``, ``istft``, ``welch`` and ``csd``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from lamina_tracing_core.numpy import _util
 from lamina_sharded_jit import jit
 
 import lamina.numpy as jnp
+from lamina.scipy._spectral import csd, istft, stft, welch
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend", "fftconvolve"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend", "fftconvolve",
+           "istft", "stft", "welch"]
 
 Array = Any
 ArrayLike = Any

@@ -25,17 +25,22 @@ from lamina_sharded_jit import jit
 
 import lamina.numpy as jnp
 from lamina.nn import log_softmax, logsumexp, softmax
+from lamina.scipy._bessel_jn import bessel_jn
+from lamina.scipy._faddeeva import erfcx_complex, wofz
+from lamina.scipy._owens_t import owens_t
+from lamina.scipy._spherical_harmonics import sph_harm_y
+from lamina.scipy._trig_integrals import fresnel, sici
 
 Array = Any
 ArrayLike = Any
 
 __all__ = [
-    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma",
-    "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial",
-    "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1",
-    "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln",
-    "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "spence", "xlog1py", "xlogy",
-    "zeta",
+    "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
+    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
+    "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1",
+    "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
+    "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "rel_entr",
+    "sici", "softmax", "spence", "sph_harm_y", "wofz", "xlog1py", "xlogy", "zeta",
 ]
 
 
@@ -692,8 +697,11 @@ _INV_SQRT_PI = 1 / math.sqrt(math.pi)
 
 def erfcx(x: ArrayLike) -> Array:
     """The scaled complementary error function ``exp(x^2) erfc(x)``, finite
-    for large ``x`` (about ``1 / (x sqrt(pi))``)."""
-    (a,) = _real("erfcx", x)
+    for large ``x`` (about ``1 / (x sqrt(pi))``); of a complex ``x`` it is the
+    Faddeeva function ``wofz(i x)``."""
+    (a,) = _util.promote_args_inexact("lamina.scipy.special.erfcx", x)
+    if dtypes.is_complex(get_aval(a).dtype):
+        return erfcx_complex(a)
     return _erfcx_jit(a)
 
 
