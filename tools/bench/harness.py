@@ -18,7 +18,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -73,6 +73,7 @@ def worker_command(config: LaunchConfig, impl: Impl, name: str) -> list[str]:
     return cmd
 
 
+<<<<<<< HEAD
 # Removed from every worker's environment: start-up rows (import, warm start)
 # must load modules as users do, from the .pyc files the warm-up process wrote,
 # not recompile every module's source in every measured process.
@@ -83,7 +84,16 @@ def worker_env(base: dict[str, str], repo_root: Path) -> dict[str, str]:
     """``base`` with the fixed benchmark variables, without those that would make
     a fresh process slower than a user's, and with the repo on PYTHONPATH."""
     env = {k: v for k, v in base.items() if k not in WORKER_ENV_REMOVED}
+=======
+def worker_env(
+    base: dict[str, str], repo_root: Path, extra: Iterable[tuple[str, str]] = ()
+) -> dict[str, str]:
+    """``base`` with the fixed benchmark variables, a workload's ``extra``
+    ones and the repo on PYTHONPATH."""
+    env = dict(base)
+>>>>>>> i21
     env.update(WORKER_ENV)
+    env.update(extra)
     path = [str(repo_root)]
     if env.get("PYTHONPATH"):
         path.append(env["PYTHONPATH"])
@@ -136,16 +146,17 @@ class SubprocessLauncher:
 
     def __init__(self, config: LaunchConfig) -> None:
         self.config = config
-        self.env = worker_env(dict(os.environ), config.cwd)
+        self.base_env = dict(os.environ)
 
     def __call__(self, impl: Impl, wl: Workload) -> WorkerResult:
         timeout = wl.timeout_s * self.config.timeout_scale
         cmd = worker_command(self.config, impl, wl.name)
+        env = worker_env(self.base_env, self.config.cwd, wl.env)
         try:
             proc = subprocess.run(
                 cmd,
                 cwd=self.config.cwd,
-                env=self.env,
+                env=env,
                 capture_output=True,
                 text=True,
                 timeout=timeout,

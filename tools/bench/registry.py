@@ -91,6 +91,9 @@ class Workload:
     recursion_limit: int | None = None
     timeout_s: float = 120.0
     tags: tuple[str, ...] = field(default_factory=tuple)
+    # Extra environment variables for this workload's worker processes, the
+    # same on both sides (e.g. a BLAS thread count, read only at start-up).
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def unit(self) -> str:

@@ -53,6 +53,8 @@ class Row:
     ratios: list[float] = field(default_factory=list)
     ratio: Summary | None = None
     goal_met: bool | None = None
+    # The workload's own worker variables (beyond the harness's fixed ones).
+    env: dict[str, str] = field(default_factory=dict)
 
     def side(self, impl: Impl) -> ImplRow:
         return self.lamina if impl == "lamina" else self.jax
@@ -154,6 +156,7 @@ def build_row(
         ratios=ratios,
         ratio=ratio,
         goal_met=wl.goal.met(None if ratio is None else ratio.median),
+        env=dict(wl.env),
     )
 
 
@@ -194,4 +197,5 @@ def row_from_json(data: dict[str, Any]) -> Row:
         ratios=list(data["ratios"]),
         ratio=_summary_from_json(data["ratio"]),
         goal_met=data["goal_met"],
+        env=dict(data.get("env", {})),
     )

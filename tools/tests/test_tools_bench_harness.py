@@ -234,6 +234,18 @@ def test_worker_env_is_fixed_for_both_sides() -> None:
     ]
 
 
+def test_workload_env_reaches_its_workers_and_its_row() -> None:
+    wl = Workload(name="w", area="t", goal=DISPATCH, description="d", setup=tiny_bench,
+                  env=(("OPENBLAS_NUM_THREADS", "1"),))
+    env = worker_env({"OPENBLAS_NUM_THREADS": "8"}, Path("/repo"), wl.env)
+    assert env["OPENBLAS_NUM_THREADS"] == "1"
+    assert "OPENBLAS_NUM_THREADS" not in worker_env({}, Path("/repo"))
+    row = build_row(wl, [ok("lamina", 1.0)], [ok("jax", 1.0)])
+    assert row.env == {"OPENBLAS_NUM_THREADS": "1"}
+    assert row_from_json(json.loads(json.dumps(row.to_json()))).env == row.env
+    assert build_row(TINY, [ok("lamina", 1.0)], [ok("jax", 1.0)]).env == {}
+
+
 def test_markdown_sentences_follow_goal_and_ratio() -> None:
     def row_with(lamina: float, jax: float):  # type: ignore[no-untyped-def]
         return build_row(TINY, [ok("lamina", lamina)], [ok("jax", jax)])

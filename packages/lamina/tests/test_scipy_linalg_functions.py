@@ -63,6 +63,15 @@ def test_sqrtm_and_funm():
         jsl.sqrtm(A[:3])
 
 
+@pytest.mark.parametrize("blocksize", [2, 3, 7])
+def test_sqrtm_by_blocks(blocksize):
+    # Blocks of 2 (some of 3), of 3 (one of 4) and a single block.
+    m = RNG.standard_normal((7, 7)).astype(np.float32) + 4 * np.eye(7, dtype=np.float32)
+    root = lamina.jit(lambda a: jsl.sqrtm(a, blocksize=blocksize))(m)
+    close(root, sl.sqrtm(m.astype(np.float64)), atol=2e-4)
+    close(np.asarray(root) @ np.asarray(root), m, atol=2e-4)
+
+
 def test_schur_forms():
     t, z = jsl.schur(A)
     close(np.asarray(z) @ np.asarray(t) @ np.asarray(z).T, A)

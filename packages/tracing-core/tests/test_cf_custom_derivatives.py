@@ -148,6 +148,41 @@ def test_custom_jvp_nondiff_argnums() -> None:
         2 * np.exp([0.0, 1.0]), rtol=1e-5)
 
 
+def test_custom_jvp_nondiff_python_values_stay_static_when_staged() -> None:
+    # A Python bool (or a NumPy array) in a nondiff position reaches the
+    # function and the rule as the very object given, also while staging, so
+    # they can branch on it; only tracers get their gradient cut.
+    seen: list[Any] = []
+
+    def pick(flag: Any, table: Any, x: Any) -> Any:
+        seen.append((flag, table))
+        return lax.sin(x) if flag else lax.cos(x)
+
+    f = custom_jvp(pick, nondiff_argnums=(0, 1))
+
+    @f.defjvp
+    def _f_jvp(flag: Any, table: Any, primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        return f(flag, table, x), (lax.cos(x) if flag else -lax.sin(x)) * t
+
+    table = np.arange(3.0)
+    x = f32(0.5)
+    for flag, value, slope in ((True, np.sin(0.5), np.cos(0.5)),
+                               (False, np.cos(0.5), -np.sin(0.5))):
+        def at(v: Any, flag: bool = flag) -> Any:
+            return f(flag, table, v)
+
+        np.testing.assert_allclose(staged(at)(x), value, rtol=1e-6)
+        g = staged(tc.grad(at))(x)
+        np.testing.assert_allclose(g, slope, rtol=1e-6)
+    assert all(type(flag) is bool and t is table for flag, t in seen)
+
+    # A traced value in a nondiff position is a constant to differentiation.
+    scale = custom_jvp(lambda s, x: s * x, nondiff_argnums=(0,))
+    scale.defjvp(lambda s, p, t: (scale(s, p[0]), s * t[0]))
+    np.testing.assert_allclose(tc.grad(lambda s: scale(s, f32(3.0)))(f32(2.0)), 0.0)
+
+
 def test_custom_jvp_defjvps() -> None:
     @custom_jvp
     def f(x: Any, y: Any) -> Any:

@@ -20,6 +20,15 @@ CNN_IMAGE = 28
 CNN_CHANNELS = 16
 CNN_CLASSES = 10
 
+# LAPACK (SciPy's OpenBLAS, which jaxlib's kernels call on both sides) runs
+# single-threaded in these workers. Its thread pool, on a small machine that
+# other processes keep busy, makes a 128x128 SVD take anywhere from 2 to
+# 300 ms depending on when its threads get a core; with one thread the figure
+# is the kernel's, and both sides run the same kernel either way.
+SINGLE_THREADED_BLAS = (
+    ("OPENBLAS_NUM_THREADS", "1"), ("OMP_NUM_THREADS", "1"), ("MKL_NUM_THREADS", "1"),
+)
+
 
 def _spd(n: int) -> Any:
     import numpy as np
@@ -52,6 +61,7 @@ def _cholesky_solve(a: Adapter) -> Callable[[Any, Any], Any]:
     description="jitted Cholesky + two triangular solves of a 256x256 SPD system, 16 rhs",
     budget_s=0.6,
     warmup_iters=3,
+    env=SINGLE_THREADED_BLAS,
 )
 def step_cholesky_solve_256(a: Adapter) -> Bench:
     import numpy as np
@@ -67,6 +77,7 @@ def step_cholesky_solve_256(a: Adapter) -> Bench:
     description="jitted jnp.linalg.svd of a 128x128 matrix (u, s, vh)",
     budget_s=0.6,
     warmup_iters=3,
+    env=SINGLE_THREADED_BLAS,
 )
 def step_svd_128(a: Adapter) -> Bench:
     import numpy as np
@@ -82,6 +93,7 @@ def step_svd_128(a: Adapter) -> Bench:
     description="jitted jnp.linalg.eigh of a 256x256 symmetric matrix",
     budget_s=0.6,
     warmup_iters=3,
+    env=SINGLE_THREADED_BLAS,
 )
 def step_eigh_256(a: Adapter) -> Bench:
     return _compiled_step(a, lambda m: tuple(a.np_api.linalg.eigh(m)), _spd(EIGH_SIZE))

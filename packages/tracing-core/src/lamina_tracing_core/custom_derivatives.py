@@ -348,10 +348,13 @@ def _resolve_kwargs(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
     return tuple(bound.args)
 
 
-def _stop_gradient_arrays(x: Any) -> Any:
+def _stop_gradient_tracers(x: Any) -> Any:
+    """Cuts the gradient through the tracers in a ``nondiff_argnums`` argument;
+    every other leaf (a Python bool or int, a NumPy array) stays the very
+    object the caller gave, so the rules can branch on it even under ``jit``."""
 
     def leaf(v: Any) -> Any:
-        return convert.stop_gradient(v) if is_array_like(v) else v
+        return convert.stop_gradient(v) if isinstance(v, core.Tracer) else v
     return tu.tree_map(leaf, x)
 
 
@@ -498,7 +501,7 @@ class custom_jvp:
         jvp_rule = self.jvp
         nondiff = {i % len(args) for i in self.nondiff_argnums} if args else set()
         if nondiff:
-            args = tuple(_stop_gradient_arrays(x) if i in nondiff else x
+            args = tuple(_stop_gradient_tracers(x) if i in nondiff else x
                          for i, x in enumerate(args))
             static_args = [args[i] for i in sorted(nondiff)]
             dyn_args = tuple(x for i, x in enumerate(args) if i not in nondiff)

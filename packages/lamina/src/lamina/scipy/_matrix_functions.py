@@ -11,6 +11,7 @@ are differentiable."""
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -316,15 +317,53 @@ def _triangular_sqrt(t: Any) -> Any:
     return fori_loop(1, n, step, r)
 
 
+def _block_bounds(n: int, blocksize: int) -> list[tuple[int, int]]:
+    """SciPy's partition of ``range(n)`` into ``max(n // blocksize, 1)``
+    nearly equal blocks, the smaller ones first."""
+    count = max(n // blocksize, 1)
+    small, large_count = divmod(n, count)
+    sizes = [small] * (count - large_count) + [small + 1] * large_count
+    starts = [sum(sizes[:k]) for k in range(count)]
+    return [(b, b + size) for b, size in zip(starts, sizes)]
+
+
+def _blocked_triangular_sqrt(t: Any, blocksize: int) -> Any:
+    """The upper-triangular square root of upper-triangular ``t`` by blocks
+    (Deadman, Higham and Ralha): the diagonal blocks' roots point by point,
+    then each block above them from a triangular Sylvester equation
+    ``R_ii X + X R_jj = T_ij - sum_k R_ik R_kj``, walking each block column
+    upwards."""
+    bounds = _block_bounds(_util.shape_of(t)[0], blocksize)
+    count = len(bounds)
+    r: dict[tuple[int, int], Any] = {}
+    for i, (lo, hi) in enumerate(bounds):
+        r[i, i] = _triangular_sqrt(t[lo:hi, lo:hi])
+    for j in range(count):
+        cols = slice(*bounds[j])
+        for i in range(j - 1, -1, -1):
+            rhs = t[slice(*bounds[i]), cols]
+            for k in range(i + 1, j):
+                rhs = rhs - _precise_matmul(r[i, k], r[k, j])
+            r[i, j] = _triangular_sylvester(r[i, i], r[j, j], rhs)
+    zero = jnp.zeros((), get_aval(t).dtype)
+    return jnp.block([[r[i, j] if (i, j) in r else jnp.broadcast_to(
+        zero, (bi[1] - bi[0], bj[1] - bj[0])) for j, bj in enumerate(bounds)]
+        for i, bi in enumerate(bounds)])
+
+
 def sqrtm(A: Any, blocksize: int = 1) -> Array:
     """The principal square root ``X`` (``X @ X = A``) of a square matrix,
-    complex, from the triangular square root of the complex Schur form."""
-    if blocksize != 1:
-        raise ValueError(f"lamina.scipy.linalg.sqrtm: argument 'blocksize' must be 1 (the "
-                         f"blocked algorithm is not implemented, as in JAX), got {blocksize}")
+    complex, from the triangular square root of the complex Schur form;
+    ``blocksize > 1`` computes that root by blocks of about that size, as
+    SciPy does (the same root; JAX refuses it), and ``blocksize <= 1`` or
+    at least the matrix's size point by point."""
+    blocksize = operator.index(blocksize)
     a = _square("sqrtm", "A", A)
     t, z = schur(a, output="complex")
-    return _precise_matmul(_precise_matmul(z, _triangular_sqrt(t)), _H(z))
+    n = _util.shape_of(t)[0]
+    root = (_blocked_triangular_sqrt(t, blocksize) if 1 < blocksize < n
+            else _triangular_sqrt(t))
+    return _precise_matmul(_precise_matmul(z, root), _H(z))
 
 
 def funm(A: Any, func: Callable[[Array], Array], disp: bool = True
@@ -396,6 +435,20 @@ def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | Non
 
 
 # --- solve_sylvester -------------------------------------------------------------------------------
+def _triangular_sylvester(r: Any, s: Any, f: Any) -> Any:
+    """``Y`` with ``r @ Y + Y @ s = f`` for upper-triangular ``r`` and ``s``:
+    one triangular solve per column of ``Y``, left to right."""
+    m, n = _util.shape_of(f)
+    eye = jnp.eye(m, dtype=get_aval(r).dtype)
+
+    def column(k: Any, y: Any) -> Any:
+        rhs = f[:, k] - _precise_matmul(y, s[:, k])
+        yk = lax.linalg.triangular_solve(r + s[k, k] * eye, rhs, left_side=True, lower=False)
+        return y.at[:, k].set(yk)
+
+    return fori_loop(0, n, column, jnp.zeros_like(f))
+
+
 def solve_sylvester(A: Any, B: Any, C: Any, *, method: str = "schur",
                     tol: float = 1e-8) -> Array:
     """``X`` with ``A @ X + X @ B = C`` (Bartels-Stewart: both matrices
@@ -417,14 +470,7 @@ def solve_sylvester(A: Any, B: Any, C: Any, *, method: str = "schur",
     r, u = schur(a, output="complex")
     s, v = schur(b, output="complex")
     f = _precise_matmul(_precise_matmul(_H(u), c.astype(get_aval(r).dtype)), v)
-    eye = jnp.eye(m, dtype=get_aval(r).dtype)
-
-    def column(k: Any, y: Any) -> Any:
-        rhs = f[:, k] - _precise_matmul(y, s[:, k])
-        yk = lax.linalg.triangular_solve(r + s[k, k] * eye, rhs, left_side=True, lower=False)
-        return y.at[:, k].set(yk)
-
-    y = fori_loop(0, n, column, jnp.zeros_like(f))
+    y = _triangular_sylvester(r, s, f)
     x = _precise_matmul(_precise_matmul(u, y), _H(v))
     return x if dtypes.is_complex(get_aval(c).dtype) else jnp.real(x)
 

@@ -34,6 +34,7 @@ from lamina.scipy._matrix_functions import (
     solve_sylvester,
     sqrtm,
 )
+from lamina.scipy._tridiagonal import eigh_tridiagonal
 from lamina.scipy._special_matrices import (
     circulant,
     companion,
@@ -372,44 +373,6 @@ def hessenberg(a: Any, *, calc_q: bool = False, overwrite_a: bool = False,
     first = (lax.broadcasted_iota(dtypes.int32, _shape(q), nd - 2) == 0) & \
         (lax.broadcasted_iota(dtypes.int32, _shape(q), nd - 1) == 0)
     return h, jnp.where(first, jnp.ones_like(q), q) if n else q
-
-
-def eigh_tridiagonal(d: Any, e: Any, *, eigvals_only: bool = False, select: str = "a",
-                     select_range: tuple[Any, Any] | None = None, tol: float | None = None,
-                     key: Any = None) -> Array | tuple[Array, Array]:
-    """The ascending eigenvalues (and with ``eigvals_only=False`` the
-    eigenvectors, as columns) of the real symmetric tridiagonal matrix with
-    diagonal ``d`` and off-diagonal ``e``, by the symmetric eigensolver on
-    the assembled matrix. ``select='i'`` keeps the eigenvalues with index in
-    ``select_range`` (inclusive), as in JAX; ``'v'`` (a value range, a
-    data-dependent size) is not offered."""
-    del tol, key
-    d, e = _util.promote_dtypes_inexact("scipy.linalg.eigh_tridiagonal", d, e)
-    if len(_shape(d)) != 1 or len(_shape(e)) != 1 or _shape(e)[0] != max(_shape(d)[0] - 1, 0):
-        raise ValueError(f"lamina.scipy.linalg.eigh_tridiagonal: arguments 'd' and 'e' must "
-                         f"be vectors of lengths n and n - 1, got shapes {_shape(d)} and "
-                         f"{_shape(e)}")
-    if dtypes.is_complex(get_aval(d).dtype):
-        raise TypeError("lamina.scipy.linalg.eigh_tridiagonal: argument 'd' must be real, got "
-                        f"{get_aval(d).dtype}")
-    n = _shape(d)[0]
-    if select == "a":
-        lo, hi = 0, n - 1
-    elif select == "i":
-        if select_range is None:
-            raise ValueError("lamina.scipy.linalg.eigh_tridiagonal: select='i' needs "
-                             "select_range=(first, last)")
-        lo, hi = (operator.index(i) for i in select_range)
-        if not 0 <= lo <= hi < n:
-            raise ValueError(f"lamina.scipy.linalg.eigh_tridiagonal: argument 'select_range' "
-                             f"must satisfy 0 <= first <= last < {n}, got {select_range}")
-    else:
-        raise ValueError(f"lamina.scipy.linalg.eigh_tridiagonal: argument 'select' must be "
-                         f"'a' or 'i', got {select!r}")
-    mat = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(e, -1)
-    v, w = lax.linalg.eigh(mat, symmetrize_input=False)
-    w, v = w[lo:hi + 1], v[:, lo:hi + 1]
-    return w if eigvals_only else (w, v)
 
 
 def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,

@@ -23,8 +23,9 @@ from lamina_tracing_core.lax.helpers import operand_origin
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy import reductions as red
-from lamina_tracing_core.numpy.products import cross, diagonal, matmul, outer, tensordot, vecdot
-from lamina_tracing_core.numpy.reductions import trace
+from lamina_tracing_core.numpy import products
+from lamina_tracing_core.numpy.products import matmul, tensordot, vecdot
+from lamina_tracing_core.numpy.reductions import trace as _trace
 from lamina_tracing_core.numpy.shape_ops import matrix_transpose
 
 __all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
@@ -32,6 +33,44 @@ __all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", 
            "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot",
            "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
            "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
+
+
+# --- the array API's forms: matrices in the last two axes, vectors in one ---------------------
+def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
+    """The ``offset`` diagonal of each matrix in the last two axes of ``x``."""
+    if _util.ndim_of(x) < 2:
+        raise ValueError(f"lamina.numpy.linalg.diagonal: argument 'x' must have at least 2 "
+                         f"dimensions, got shape {_util.shape_of(x)}")
+    return products.diagonal(x, offset, axis1=-2, axis2=-1)
+
+
+def trace(x: ArrayLike, /, *, offset: int = 0, dtype: Any = None) -> Array:
+    """The sum of the ``offset`` diagonal of each matrix in the last two axes."""
+    if _util.ndim_of(x) < 2:
+        raise ValueError(f"lamina.numpy.linalg.trace: argument 'x' must have at least 2 "
+                         f"dimensions, got shape {_util.shape_of(x)}")
+    return _trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def outer(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """The outer product of two vectors (no other rank is accepted)."""
+    for name, v in (("x1", x1), ("x2", x2)):
+        if _util.ndim_of(v) != 1:
+            raise ValueError(f"lamina.numpy.linalg.outer: argument {name!r} must be "
+                             f"one-dimensional, got shape {_util.shape_of(v)}")
+    return products.outer(x1, x2)
+
+
+def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
+    """The cross product of 3-vectors along ``axis`` of both arguments (the
+    other axes broadcast)."""
+    for name, v in (("x1", x1), ("x2", x2)):
+        shape = _util.shape_of(v)
+        ax = _util.canonicalize_axis("linalg.cross", axis, len(shape))
+        if shape[ax] != 3:
+            raise ValueError(f"lamina.numpy.linalg.cross: argument {name!r} must have size 3 "
+                             f"along axis {axis}, got shape {shape}")
+    return products.cross(x1, x2, axis=axis)
 
 
 class EigResult(NamedTuple):
@@ -354,7 +393,7 @@ def _slogdet_lu(a: Any) -> tuple[Any, Any]:
     dtype = get_aval(a).dtype
     lu_, pivots, _ = lax.linalg.lu(a)
     nd = _util.ndim_of(a)
-    diag = diagonal(lu_, axis1=-2, axis2=-1)
+    diag = products.diagonal(lu_, axis1=-2, axis2=-1)
     is_zero = red.any(lax.eq(diag, lax.full_like(diag, 0)), axis=-1)
     iota = lax.broadcasted_iota(dtypes.int32, _util.shape_of(pivots), nd - 2)
     parity = red.count_nonzero(lax.ne(pivots, iota), axis=-1)
@@ -382,7 +421,7 @@ def _slogdet(a: Any) -> tuple[Any, Any]:
 def _slogdet_jvp(primals: Any, tangents: Any) -> Any:
     (x,), (g,) = primals, tangents
     sign, ans = _slogdet(x)
-    ans_dot = trace(solve(x, g), axis1=-1, axis2=-2)
+    ans_dot = _trace(solve(x, g), axis1=-1, axis2=-2)
     if dtypes.is_complex(get_aval(x).dtype):
         real = lax.convert_element_type(lax.real(ans_dot), get_aval(ans_dot).dtype)
         sign_dot = lax.mul(lax.sub(ans_dot, real), sign)
@@ -413,7 +452,7 @@ def _det(a: Any) -> Any:
 def _det_jvp(primals: Any, tangents: Any) -> Any:
     (x,), (g,) = primals, tangents
     y = _det(x)
-    z = trace(solve(x, g), axis1=-1, axis2=-2)
+    z = _trace(solve(x, g), axis1=-1, axis2=-2)
     return y, lax.mul(y, z)
 
 
