@@ -107,3 +107,29 @@ def test_emit_python_callback_checks_results_like_jax() -> None:
 
 def test_lib_version_is_jaxlib_version() -> None:
     assert lamina.lib.__version__ == jaxlib.version.__version__
+
+
+def test_jit_returns_float0_outputs_as_numpy_zeros() -> None:
+    """An integer argument's cotangent leaves jit as NumPy float0 zeros, as in
+    JAX (equinox compares such trees with NumPy), on every call."""
+    def grads(x: Any, y: Any) -> Any:
+        out, pullback = lx.vjp(lambda a, b: a * 2.0 + b, x, y)
+        return pullback(out)
+
+    jitted = lx.jit(grads)
+    for _ in range(3):
+        g_int, g_float = jitted(1, 2.0)
+        assert type(g_int) is np.ndarray and g_int.dtype == lx.dtypes.float0
+        assert float(g_float) == 4.0
+
+
+def test_a_callback_failing_in_a_program_is_a_jaxlib_runtime_error() -> None:
+    from jaxlib import _jax
+
+    def fails(x: Any) -> Any:
+        raise KeyError("boom")
+
+    run = lx.jit(lambda x: lx.pure_callback(fails, lx.ShapeDtypeStruct((), np.float32), x))
+    with pytest.raises(_jax.JaxRuntimeError, match="KeyError: 'boom'") as info:
+        lx.block_until_ready(run(1.0))
+    assert isinstance(info.value.__cause__, KeyError)
