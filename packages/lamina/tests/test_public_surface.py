@@ -47,6 +47,9 @@ def test_dtypes_names_and_values() -> None:
         dtypes.itemsize_bits(None)
     assert issubclass(dtypes.TypePromotionError, ValueError)
     assert dtypes.finfo(dtypes.bfloat16).eps == 0.0078125
+    # the scalar type, as in JAX: callable, and equal to the dtype
+    assert dtypes.bfloat16 is ml_dtypes.bfloat16 and dtypes.bfloat16(2) == 2.0
+    assert np.dtype(dtypes.bfloat16) == dtypes.bfloat16
     assert dtypes.iinfo("int8").max == 127
     assert repr(dtypes.float0) == "dtype([('float0', 'V')])"
 

@@ -23,14 +23,22 @@ from typing import Any
 
 import numpy as np
 
-from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device, _jax
+from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device, JaxRuntimeError, _jax
 from lamina_interpreters_pxla.buffers import put_host_value
 from lamina_interpreters_pxla.compiler import result_handler
 from lamina_interpreters_pxla.sharding import GSPMDSharding, single_device_sharding
 from lamina_mlir_lowering.lowering import TOKEN_AVAL
 from lamina_tracing_core.callbacks import CallbackError
 
-__all__ = ["TokenSlot", "callback_error", "effects_barrier", "note_running"]
+__all__ = ["ProgramCallbackError", "TokenSlot", "callback_error", "effects_barrier",
+           "note_running"]
+
+
+class ProgramCallbackError(CallbackError, JaxRuntimeError):  # type: ignore[misc, valid-type]
+    """A callback raised while a compiled program ran: a ``CallbackError``
+    that is also jaxlib's ``JaxRuntimeError``, the type JAX raises there (code
+    written for JAX catches that one and reads the callback's exception from
+    the message)."""
 
 _lock = threading.Lock()
 #: per device assignment (device ids), the token the last ordered program returned
@@ -90,7 +98,7 @@ def effects_barrier() -> None:
 
 
 def callback_error(host_callbacks: Sequence[Any], program: str,
-                   error: BaseException) -> CallbackError | None:
+                   error: BaseException) -> ProgramCallbackError | None:
     """The ``CallbackError`` for a failed run of ``program`` whose callback
     raised (None when no callback did); resets the callbacks' kept errors."""
     failed = None
@@ -103,7 +111,7 @@ def callback_error(host_callbacks: Sequence[Any], program: str,
     if failed is None:
         return None
     fun, raised = failed
-    err = CallbackError(f"{fun.callback.where()} raised {type(raised).__name__}: {raised} "
+    err = ProgramCallbackError(f"{fun.callback.where()} raised {type(raised).__name__}: {raised} "
                         f"(while running {program})")
     err.__cause__ = raised
     return err

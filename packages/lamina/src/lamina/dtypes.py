@@ -16,13 +16,16 @@ import numpy as np
 from lamina_tracing_core import dtypes as _core
 from lamina_tracing_core.dtypes import (
     TypePromotionError,
-    bfloat16,
     finfo,
     float0,
     iinfo,
     result_type,
 )
 from lamina_tracing_core.numpy.key_arrays import extended, prng_key
+
+#: The scalar type, as JAX's ``jax.dtypes.bfloat16`` (callable: ``bfloat16(1)``
+#: is a scalar; ``np.dtype(bfloat16)`` the dtype, which compares equal to it).
+bfloat16 = ml_dtypes.bfloat16
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
            "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]

@@ -13,6 +13,7 @@ from lamina_tracing_core import ad, dtypes, lax
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero
 from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_sharded_jit.arguments import arg_aval
 
 __all__ = ["linear_transpose"]
 
@@ -26,7 +27,9 @@ def _kind(dtype: Any) -> str:
 def linear_transpose(fun: Callable[..., Any], *primals: Any, reduce_axes: Sequence[Any] = ()
                      ) -> Callable[[Any], tuple[Any, ...]]:
     """The transpose of ``fun``, a function linear in its arguments, for
-    arguments shaped like ``primals`` (only their types are used).
+    arguments shaped like ``primals`` (only their types are used: arrays,
+    ``ShapeDtypeStruct``s, ``ShapedArray``s or other objects with ``shape``
+    and ``dtype``).
 
     ``linear_transpose(f, *primals)(ct)`` returns one cotangent per primal (a
     tuple). ``fun`` must map inexact values to inexact values, or integers to
@@ -38,7 +41,10 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any, reduce_axes: Sequen
     dbg = api_util.debug_info("linear_transpose", fun, primals, {})
     flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(wrap_init(fun, debug_info=dbg),
                                                              in_tree)
-    in_avals = [get_aval(x) for x in primals_flat]
+    # only types are used: ShapeDtypeStructs, avals and other duck-typed
+    # stand-ins (``shape`` and ``dtype``) are taken like arrays, as in JAX
+    names = dbg.safe_arg_names(len(primals_flat))
+    in_avals = [arg_aval(x, n, "linear_transpose") for x, n in zip(primals_flat, names)]
     jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
     out_tree = out_tree_thunk()
     in_dtypes = [a.dtype for a in in_avals]

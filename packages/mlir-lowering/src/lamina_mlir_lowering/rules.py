@@ -152,6 +152,11 @@ class ModuleContext:
         self.host_callbacks.append(fun)
         return len(self.host_callbacks) - 1
 
+    def add_keepalive(self, keepalive: Any) -> None:
+        """Keeps ``keepalive`` alive as long as the module (JAX's name; rules
+        that register host callbacks hand their objects here)."""
+        self.keepalive.append(keepalive)
+
     def take_token(self) -> Value:
         """The current ordered-effects token (a fresh one if none is threaded)."""
         if self.token is None:

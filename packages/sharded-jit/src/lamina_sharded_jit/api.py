@@ -42,7 +42,12 @@ from lamina_sharded_jit.call_cache import CallCache, CallSignature
 from lamina_sharded_jit import persistent_trace
 from lamina_sharded_jit.dispatch import MISS, FastEntry, at_top_level, host_or_array
 from lamina_sharded_jit.explain import explain_miss
-from lamina_sharded_jit.execution import CompiledProgram, clear_program_caches, pjit_call
+from lamina_sharded_jit.execution import (
+    CompiledProgram,
+    clear_program_caches,
+    has_float0_outputs,
+    pjit_call,
+)
 from lamina_sharded_jit.jaxpr_cache import clear_jaxpr_caches
 from lamina_sharded_jit.params import JitInfo, PjitParams, infer_params, make_jit_info, split_static
 from lamina_sharded_jit.primitive import pjit_p
@@ -277,10 +282,10 @@ class Jitted:
                   compiled: CompiledProgram) -> FastEntry | None:
         """Records the program a top-level call of ``sig`` ran (when its
         arguments are of the kinds the cached path takes)."""
-        if not all(host_or_array(x) for x in leaves):
-            return None
         p = sig.params
         assert p is not None  # a signature found by _infer has params
+        if not all(host_or_array(x) for x in leaves) or has_float0_outputs(p.jaxpr):
+            return None
         committed: list[bool | None] = [
             bool(x._arr._committed) if type(x) is Array else None for x in leaves]
         entry = FastEntry(avals=p.in_avals, shardings=compiled.in_shardings, committed=committed,

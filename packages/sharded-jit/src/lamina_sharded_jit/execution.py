@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from lamina_interpreters_pxla._jaxlib import xc
 from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.backends import default_device
@@ -50,6 +51,7 @@ from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
 from lamina_mlir_lowering.lowering import sanitize_module_name
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.dtypes import float0
 from lamina_tracing_core.effects import ordered_effects
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 from lamina_tracing_core.shard_map import shard_map_p
@@ -456,7 +458,7 @@ def placed_shardings(args: Sequence[Any], in_shardings: Sequence[Any],
     return tuple(out), committed
 
 
-def pjit_call(args: Sequence[Any], params: dict[str, Any]) -> tuple[list[Array],
+def pjit_call(args: Sequence[Any], params: dict[str, Any]) -> tuple[list[Any],
                                                                      CompiledProgram]:
     """Runs a ``pjit_p`` application on concrete arguments; also returns the
     compiled program (for jit's fast dispatch path)."""
@@ -469,15 +471,25 @@ def pjit_call(args: Sequence[Any], params: dict[str, Any]) -> tuple[list[Array],
                             compiler_options_kvs=tuple(params["compiler_options_kvs"]),
                             committed=committed)
     compiled = compile_program(program)
-    outs = compiled.executable.call(*args)
+    outs: list[Any] = compiled.executable.call(*args)
     if _float_checks.any and not is_suspended():
         bad = first_bad(outs)
         if bad is not None:
             raise explain_bad_result(jaxpr, args, f"jit({name})", bad[1])
+    if has_float0_outputs(jaxpr):
+        outs = [np.zeros(a.shape, float0) if a.dtype == float0 else o
+                for o, a in zip(outs, jaxpr.out_avals)]
     return outs, compiled
 
 
-def _pjit_impl(*args: Any, **params: Any) -> list[Array]:
+def has_float0_outputs(jaxpr: ClosedJaxpr) -> bool:
+    """Whether some output is a float0 tangent: jit returns those as NumPy
+    zeros (they hold no data), as JAX does, so such calls skip the cached
+    dispatch paths, which return device arrays."""
+    return any(a.dtype == float0 for a in jaxpr.out_avals)
+
+
+def _pjit_impl(*args: Any, **params: Any) -> list[Any]:
     return pjit_call(args, params)[0]
 
 

@@ -167,8 +167,10 @@ class JVPTrace(Trace):
 
     def process_primitive(self, primitive: Primitive, tracers: list[Any],
                           params: dict[str, Any]) -> Any:
-        primals = [t.primal for t in tracers]
-        tangents = [t.tangent for t in tracers]
+        # tuples, as JAX hands them to rules (rules written for JAX may use them
+        # as vmap axis specifications, where a list is another tree)
+        primals = tuple(t.primal for t in tracers)
+        tangents = tuple(t.tangent for t in tracers)
         rule = jvp_rules.get(primitive)
         if rule is None:
             raise MissingRuleError(

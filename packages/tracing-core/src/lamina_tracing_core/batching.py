@@ -176,8 +176,10 @@ class BatchTrace(Trace):
 
     def process_primitive(self, primitive: Primitive, tracers: list[Any],
                           params: dict[str, Any]) -> Any:
-        vals = [t.val for t in tracers]
-        dims = [t.batch_dim for t in tracers]
+        # tuples, as JAX hands them to rules: rules written for JAX pass them on
+        # as parameters or axis specifications, where a list means another tree
+        vals = tuple(t.val for t in tracers)
+        dims = tuple(t.batch_dim for t in tracers)
         fancy = fancy_primitive_batchers.get(primitive)
         if fancy is not None:
             out, out_dims = fancy(self.axis_data, vals, dims, **params)

@@ -25,6 +25,7 @@ from jaxlib.mlir import ir as ir
 from lamina_mlir_lowering import types as _types
 from lamina_mlir_lowering.axis_context import AxisContext as AxisContext
 from lamina_mlir_lowering.context import make_context as make_ir_context
+from lamina_mlir_lowering.lax_rules.callbacks import emit_python_callback as emit_python_callback
 from lamina_mlir_lowering.lowering import LoweringResult as LoweringResult
 from lamina_mlir_lowering.lowering import lower_fun as lower_fun
 from lamina_mlir_lowering.rules import LoweringRule as LoweringRule
@@ -47,7 +48,7 @@ from lamina_tracing_core.primitives import Primitive
 __all__ = [
     "AxisContext", "LoweringResult", "LoweringRule", "LoweringRuleContext", "ModuleContext",
     "Value", "aval_to_ir_type", "aval_to_ir_types", "dense_int_array", "dense_int_elements",
-    "dtype_to_ir_type", "flatten_ir_values", "i32_attr", "i64_attr", "ir", "ir_constant",
+    "dtype_to_ir_type", "emit_python_callback", "flatten_ir_values", "i32_attr", "i64_attr", "ir", "ir_constant",
     "ir_constants", "lower_fun", "lowering_rules", "make_ir_context", "module_to_bytecode",
     "module_to_string", "platform_lowering_rules", "register_lowering",
 ]

@@ -41,7 +41,8 @@ from lamina_tracing_core.effects import HostEffect
 from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value
 
-__all__ = ["CALLBACK_TARGETS", "HostFunction", "emit_host_callback"]
+__all__ = ["CALLBACK_TARGETS", "HostFunction", "PythonCallbackFunction", "emit_host_callback",
+           "emit_python_callback"]
 
 #: The custom-call target of the host-callback handler, per platform.
 CALLBACK_TARGETS = {"cpu": "xla_ffi_python_cpu_callback",
@@ -99,38 +100,125 @@ class HostFunction:
         return f"HostFunction({self.callback.where()})"
 
 
-def emit_host_callback(ctx: LoweringRuleContext, callback: HostCallback,
-                       operands: Sequence[Value], result_avals: Sequence[ShapedArray], *,
-                       has_side_effect: bool, ordered: bool) -> list[Value]:
-    """The custom call running ``callback`` on ``operands``; its results."""
+class PythonCallbackFunction(HostFunction):
+    """The host function of :func:`emit_python_callback`: JAX's checks of the
+    results (``RuntimeError`` naming the result that does not match), and a
+    token threaded through first when the call has one."""
+
+    __slots__ = ()
+
+    def _results(self, outs: Any) -> tuple[np.ndarray, ...]:
+        outs = tuple(outs)
+        if len(outs) != len(self.result_avals):
+            raise RuntimeError(f"Mismatched number of outputs from callback. Expected: "
+                               f"{len(self.result_avals)}, Actual: {len(outs)}")
+        checked = []
+        for i, (value, aval) in enumerate(zip(outs, self.result_avals)):
+            x = np.asarray(value)
+            x = x.astype(dtypes.canonicalize_dtype(x.dtype), copy=False)
+            if x.shape != aval.shape:
+                raise RuntimeError(f"Incorrect output shape for return value #{i}: "
+                                   f"Expected: {aval.shape}, Actual: {x.shape}")
+            if x.dtype != aval.dtype:
+                raise RuntimeError(f"Incorrect output dtype for return value #{i}: "
+                                   f"Expected: {aval.dtype}, Actual: {x.dtype}")
+            checked.append(np.require(x, requirements="C"))
+        return tuple(checked)
+
+
+def _callback_target(ctx: LoweringRuleContext, where: str, partitioned: bool = False) -> str:
+    """The custom-call target running a Python callback on ``ctx``'s one platform."""
     mctx = ctx.module_context
     if len(ctx.platforms) != 1 or len(mctx.platforms) != 1:
-        raise ctx.error(f"{callback.where()} calls back into Python, which a module lowered "
+        raise ctx.error(f"{where} calls back into Python, which a module lowered "
                         f"for several platforms {mctx.platforms} cannot do; lower it for one "
                         "platform")
     platform = ctx.platform
     target = CALLBACK_TARGETS.get(platform)
     if target is None:
-        raise ctx.error(f"{callback.where()} calls back into Python, but jaxlib has no host "
+        raise ctx.error(f"{where} calls back into Python, but jaxlib has no host "
                         f"callback mechanism for platform {platform!r} (it has one for "
                         f"{', '.join(sorted(CALLBACK_TARGETS))})")
-    index = mctx.add_host_callback(HostFunction(callback, result_avals, ordered))
-    types = mctx.types
-    token_types = [hlo.TokenType.get()] if ordered else []
+    # jaxlib's partitioned handlers: the callback runs once per local shard
+    return target.replace("xla_ffi_python", "xla_ffi_partitioned_python") if partitioned else target
+
+
+def _callback_op(ctx: LoweringRuleContext, target: str, fun: HostFunction,
+                 operands: Sequence[Value], result_avals: Sequence[ShapedArray],
+                 token: Value | None, has_side_effect: bool) -> Any:
+    """The FFI custom call to ``target`` running ``fun`` (registered with the
+    module), with ``token`` threaded first when given."""
+    index = ctx.module_context.add_host_callback(fun)
+    types = ctx.module_context.types
+    token_types = [hlo.TokenType.get()] if token is not None else []
     result_types = token_types + [types.tensor(a) for a in result_avals]
-    args = ([mctx.take_token()] if ordered else []) + list(operands)
+    args = ([token] if token is not None else []) + list(operands)
     u64 = ir.IntegerType.get_unsigned(64)
-    op = hlo.CustomCallOp(
+    return hlo.CustomCallOp(
         result_types, args, call_target_name=ir.StringAttr.get(target),
         has_side_effect=ir.BoolAttr.get(has_side_effect),
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
         backend_config=ir.DictAttr.get({"index": ir.IntegerAttr.get(u64, index)}))
+
+
+def emit_host_callback(ctx: LoweringRuleContext, callback: HostCallback,
+                       operands: Sequence[Value], result_avals: Sequence[ShapedArray], *,
+                       has_side_effect: bool, ordered: bool) -> list[Value]:
+    """The custom call running ``callback`` on ``operands``; its results."""
+    mctx = ctx.module_context
+    target = _callback_target(ctx, callback.where())
+    token = mctx.take_token() if ordered else None
+    op = _callback_op(ctx, target, HostFunction(callback, result_avals, ordered), operands,
+                      result_avals, token, has_side_effect)
     if mctx.num_partitions > 1:
         _on_first_device(mctx.sharding_format, op, result_avals, ordered)
     results: list[Value] = list(op.results)
     if ordered:
         mctx.token = results.pop(0)
     return results
+
+
+def emit_python_callback(ctx: LoweringRuleContext, callback: Callable[..., Any],
+                         token: Value | None, operands: Sequence[Value],
+                         operand_avals: Sequence[ShapedArray],
+                         result_avals: Sequence[ShapedArray], *, has_side_effect: bool,
+                         returns_token: bool = True, partitioned: bool = False,
+                         sharding: Any = None) -> tuple[list[Value], Value | None, Any]:
+    """JAX's ``mlir.emit_python_callback``, for lowering rules of primitives
+    that run Python: a custom call running ``callback(*operands)`` on the host
+    (NumPy arrays in, a sequence of one array per ``result_avals`` out).
+
+    ``token``, when not None, is threaded through the call (ordered effects);
+    ``partitioned`` runs the callback on each local shard (no results allowed);
+    ``sharding`` (an ``OpSharding`` or ``HloSharding``) is put on the call, which
+    otherwise runs on the first device of a program with several. Returns the
+    results, the new token (None without one) and the host function, which
+    the caller keeps alive (``ctx.module_context.add_keepalive``)."""
+    del operand_avals, returns_token  # the custom call's operand types say the former
+    if partitioned and result_avals:
+        raise ValueError("Partitioned callback not supported with return values.")
+    name = getattr(callback, "__name__", type(callback).__name__)
+    host = HostCallback(callback, api="emit_python_callback", description=name)
+    target = _callback_target(ctx, host.where(), partitioned)
+    fun = PythonCallbackFunction(host, result_avals, ordered=token is not None)
+    op = _callback_op(ctx, target, fun, operands, result_avals, token, has_side_effect)
+    if sharding is not None:
+        op.attributes["mhlo.sharding"] = ir.StringAttr.get(_op_sharding_bytes(sharding))
+    elif ctx.module_context.num_partitions > 1 and not partitioned:
+        _on_first_device(ctx.module_context.sharding_format, op, result_avals,
+                         token is not None)
+    results: list[Value] = list(op.results)
+    new_token = results.pop(0) if token is not None else None
+    return results, new_token, fun
+
+
+def _op_sharding_bytes(sharding: Any) -> bytes:
+    if isinstance(sharding, xc.HloSharding):
+        sharding = sharding.to_proto()
+    if not isinstance(sharding, xc.OpSharding):
+        raise TypeError(f"emit_python_callback: sharding must be an OpSharding or an "
+                        f"HloSharding, got {type(sharding).__name__}")
+    return bytes(sharding.SerializeToString())
 
 
 def _on_first_device(sharding_format: str, op: Any, result_avals: Sequence[ShapedArray],

@@ -1,0 +1,135 @@
+"""The forms in which JAX hands values to user rules and takes them back,
+which libraries written for JAX depend on (equinox's test suite found each):
+rules get tuples, ``linear_transpose`` takes avals for its primals, and a
+lowering rule may call Python through ``mlir.emit_python_callback``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jaxlib.version
+import lamina as lx
+import lamina.lib
+import lamina.numpy as jnp
+import numpy as np
+import pytest
+from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina.core import ShapedArray
+from lamina.extend import core as ext_core
+from lamina.interpreters import ad, batching, mlir
+
+
+def _primitive(name: str) -> ext_core.Primitive:
+    prim = ext_core.Primitive(name)
+    prim.def_impl(lambda x: np.asarray(x) * 2)
+    prim.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    return prim
+
+
+def test_jvp_and_batching_rules_get_tuples_as_in_jax() -> None:
+    """A rule that uses its arguments as vmap axis specifications (equinox's
+    ``create_vprim``) needs JAX's tuples: a list is another pytree there."""
+    double_p = _primitive("double_tuple_forms")
+    seen: dict[str, Any] = {}
+
+    def jvp(primals: Any, tangents: Any) -> Any:
+        seen["jvp"] = (type(primals), type(tangents))
+        return double_p.bind(*primals), double_p.bind(*tangents)
+
+    def batch(vals: Any, dims: Any) -> Any:
+        seen["batch"] = (type(vals), type(dims))
+        # in_axes=dims against the tuple of arguments: JAX's shapes line up
+        return lx.vmap(lambda *xs: xs[0] * 2, in_axes=dims)(*vals), 0
+
+    ad.primitive_jvps[double_p] = jvp
+    batching.primitive_batchers[double_p] = batch
+    mlir.register_lowering(double_p, mlir.lower_fun(lambda x: x * 2, multiple_results=False))
+    x = jnp.arange(3.0)
+    out, tangent = lx.jvp(lambda v: double_p.bind(v), (x,), (jnp.ones(3),))
+    np.testing.assert_allclose(out, 2 * np.arange(3.0))
+    np.testing.assert_allclose(tangent, 2 * np.ones(3))
+    assert seen["jvp"] == (tuple, tuple)
+    np.testing.assert_allclose(lx.vmap(double_p.bind)(x[:, None]), 2 * np.arange(3.0)[:, None])
+    assert seen["batch"] == (tuple, tuple)
+
+
+def test_linear_transpose_takes_avals_and_duck_typed_primals() -> None:
+    weak = ShapedArray((), np.dtype(np.float32), weak_type=True)
+    (ct,) = lx.linear_transpose(lambda v: 2 * v, weak)(1.0)
+    assert float(ct) == 2.0 and ct.dtype == np.float32 and ct.weak_type
+
+    class Stand:
+        shape = (2,)
+        dtype = np.dtype(np.float32)
+
+    (ct2,) = lx.linear_transpose(lambda v: v[::-1] * 3, Stand())(jnp.array([1.0, 2.0]))
+    np.testing.assert_allclose(ct2, [6.0, 3.0])
+    with pytest.raises(TypeError, match="linear_transpose.*problematic value is of type"):
+        lx.linear_transpose(lambda v: v, object())
+
+
+def _host_double_p(check: str) -> ext_core.Primitive:
+    """A primitive whose lowering runs NumPy on the host through
+    ``emit_python_callback``, as equinox's ``noinline`` does."""
+    prim = ext_core.Primitive(f"host_double_{check}")
+    prim.multiple_results = True
+    prim.def_abstract_eval(lambda x: [ShapedArray(x.shape, x.dtype)])
+
+    def host(x: np.ndarray) -> tuple[np.ndarray, ...]:
+        if check == "shape":
+            return (np.zeros((7,), x.dtype),)
+        return (2 * x,)
+
+    def lowering(ctx: Any, x: Any) -> Any:
+        token = hlo.after_all([]) if check == "token" else None
+        results, new_token, keepalive = mlir.emit_python_callback(
+            ctx, host, token, [x], ctx.avals_in, ctx.avals_out, has_side_effect=False)
+        assert (new_token is None) == (token is None)
+        ctx.module_context.add_keepalive(keepalive)
+        return results
+
+    mlir.register_lowering(prim, lowering)
+    return prim
+
+
+@pytest.mark.parametrize("check", ["plain", "token"])
+def test_emit_python_callback_runs_the_function_on_the_host(check: str) -> None:
+    prim = _host_double_p(check)
+    (out,) = lx.jit(lambda v: prim.bind(v + 1))(jnp.arange(3.0))
+    np.testing.assert_allclose(out, 2 * (np.arange(3.0) + 1))
+
+
+def test_emit_python_callback_checks_results_like_jax() -> None:
+    prim = _host_double_p("shape")
+    with pytest.raises(Exception, match=r"Incorrect output shape for return value #0"):
+        lx.block_until_ready(lx.jit(lambda v: prim.bind(v))(jnp.arange(3.0)))
+
+
+def test_lib_version_is_jaxlib_version() -> None:
+    assert lamina.lib.__version__ == jaxlib.version.__version__
+
+
+def test_jit_returns_float0_outputs_as_numpy_zeros() -> None:
+    """An integer argument's cotangent leaves jit as NumPy float0 zeros, as in
+    JAX (equinox compares such trees with NumPy), on every call."""
+    def grads(x: Any, y: Any) -> Any:
+        out, pullback = lx.vjp(lambda a, b: a * 2.0 + b, x, y)
+        return pullback(out)
+
+    jitted = lx.jit(grads)
+    for _ in range(3):
+        g_int, g_float = jitted(1, 2.0)
+        assert type(g_int) is np.ndarray and g_int.dtype == lx.dtypes.float0
+        assert float(g_float) == 4.0
+
+
+def test_a_callback_failing_in_a_program_is_a_jaxlib_runtime_error() -> None:
+    from jaxlib import _jax
+
+    def fails(x: Any) -> Any:
+        raise KeyError("boom")
+
+    run = lx.jit(lambda x: lx.pure_callback(fails, lx.ShapeDtypeStruct((), np.float32), x))
+    with pytest.raises(_jax.JaxRuntimeError, match="KeyError: 'boom'") as info:
+        lx.block_until_ready(run(1.0))
+    assert isinstance(info.value.__cause__, KeyError)
