@@ -164,7 +164,7 @@ def transpose(*avals: ShapedArray, permutation: Sequence[int],
     return [_make(x.sharding.mesh, [spec[p] for p in permutation])]
 
 
-def userspec_of(sharding: Any, mesh: Any, ndim: int) -> TypeSharding | None:
+def user_spec(sharding: Any, mesh: Any, ndim: int) -> TypeSharding | None:
     """A user's ``out_sharding`` (a ``PartitionSpec`` or a sharding with a
     ``spec``) as a type sharding over ``mesh``."""
     spec = getattr(sharding, "spec", sharding)
@@ -183,7 +183,7 @@ def dot_general(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: Any,
     mesh = _mesh_of([lhs, rhs])
     if out_sharding is not None:
         ndim = len(lb) + lhs.ndim - len(lc) - len(lb) + rhs.ndim - len(rc) - len(rb)
-        return [userspec_of(out_sharding, mesh, ndim)]
+        return [user_spec(out_sharding, mesh, ndim)]
     ls, rs = spec_of(lhs), spec_of(rhs)
     lc_spec = tuple(ls[d] for d in lc)
     rc_spec = tuple(rs[d] for d in rc)
@@ -238,7 +238,7 @@ def reshape(outs: list[ShapedArray], x: ShapedArray, *, sharding: Any = None,
     if x.sharding is None:
         return [None]
     if sharding is not None:
-        return [userspec_of(sharding, x.sharding.mesh, outs[0].ndim)]
+        return [user_spec(sharding, x.sharding.mesh, outs[0].ndim)]
     out_shape = outs[0].shape
     sizes = x.sharding.mesh.shape
     spec: list[tuple[str, ...]] = [()] * len(out_shape)
