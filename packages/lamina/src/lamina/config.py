@@ -40,6 +40,7 @@ without the ``jax_`` prefix) are listed in
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
 import sys
 from collections.abc import Callable
@@ -206,8 +207,9 @@ class Config:
 
 
 def _absl(caller: str) -> tuple[Any, Any]:
-    try:
-        from absl import app, flags
+    try:  # absl-py is optional: imported by name, only here
+        app = importlib.import_module("absl.app")
+        flags = importlib.import_module("absl.flags")
     except ImportError as e:
         raise ImportError(f"lamina.config.{caller} needs absl-py (pip install absl-py)") from e
     return flags, app
