@@ -188,6 +188,7 @@ def test_structural_rules_match_jax(mesh):
         assert got == want
 
 
+<<<<<<< HEAD
 def test_shard_map_in_specs_must_match_explicit_types(devices8):
     mesh = lx.make_mesh((8,), ("i",), devices=devices8)
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
@@ -209,3 +210,27 @@ def test_shard_map_in_specs_must_match_explicit_types(devices8):
     auto = lx.make_mesh((8,), ("i",), axis_types=(AxisType.Auto,), devices=devices8)
     with pytest.raises(TypeError, match="in_specs is required"):
         lx.shard_map(lambda a: a, mesh=auto, out_specs=P("i"))(x)
+=======
+def test_grad_of_a_batch_sharded_dense_layer(mesh):
+    """The gradient of replicated weights contracts over the batch, which the
+    data split on both sides (JAX's SPMD MNIST example): the transpose of
+    dot_general gives each cotangent its primal's sharding, as JAX does, so
+    the weight gradient is summed into a replicated value instead of being an
+    ambiguous contraction."""
+    rng = np.random.RandomState(0)
+    w_np = rng.randn(6, 3).astype(np.float32)
+    x_np = rng.randn(16, 6).astype(np.float32)
+
+    def loss(w, x):
+        return jnp.sum(jnp.tanh(jnp.dot(x, w)) ** 2)
+
+    with lx.set_mesh(mesh):
+        w = lx.device_put(w_np, P())
+        x = lx.device_put(x_np, P("X", None))
+        gw, gx = lx.jit(lx.grad(loss, argnums=(0, 1)))(w, x)
+        assert str(lx.typeof(gw)) == "float32[6,3]"
+        assert str(lx.typeof(gx)) == "float32[16@X,6]"
+    ew, ex = lx.grad(loss, argnums=(0, 1))(w_np, x_np)
+    np.testing.assert_allclose(np.asarray(gw), ew, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(gx), ex, rtol=1e-5, atol=1e-5)
+>>>>>>> i20x

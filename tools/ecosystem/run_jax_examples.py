@@ -8,12 +8,28 @@ packages do not ship them, so they are read from a folder holding the
 MNIST download they start with is replaced by the synthetic stand-in
 ``tools/ecosystem/jax_examples/datasets.py`` (our code, same functions).
 
-Each example runs in its own process, from a scratch folder laid out as the
-examples expect (``examples/__init__.py``, the stand-in ``examples/datasets.py``
-and a copy of the script), either under the JAX alias
+Each example runs in its own process, from a scratch folder laid out as JAX's
+repository is (``examples/__init__.py``, the stand-in ``examples/datasets.py``
+and a copy of the script, the folder on ``PYTHONPATH``), so both
+``from examples import datasets`` and ``import datasets`` (the script's own
+folder) find the stand-in. It runs either under the JAX alias
 (``python -m lamina.compat script.py``, ``--on lamina``) or on the real JAX
-(``--on jax``, in the ``peer`` environment). The numbers each prints (timing
-lines left out) are written to ``--json``; ``--compare lamina.json jax.json``
+(``--on jax``, in the ``peer`` environment). The run's environment also has:
+
+- ``sitecustomize.py`` (``jax_examples/sitecustomize.py``), which seeds
+  NumPy's global random state with 0: ``kernel_lsq.py`` draws its data from it
+  unseeded, and both runs must see the same data;
+- where ``matplotlib`` is not installed, a stand-in that accepts the plotting
+  calls and draws nothing (``jax_examples/standins/matplotlib``): nothing the
+  examples print depends on a plot;
+- ``MPLBACKEND=Agg`` (the real matplotlib draws off-screen), and eight host
+  devices for the SPMD example.
+
+``differentially_private_sgd.py`` and ``gaussian_process_regression.py`` use
+``absl-py`` and ``dp-accounting``, which the ``ecosystem`` and ``peer``
+environments install. The numbers each example prints (durations such as
+``1.52 sec`` left out, and digits inside names such as ``f32`` or
+``np.int64``) are written to ``--json``; ``--compare lamina.json jax.json``
 then reports, per example, whether lamina printed JAX's numbers::
 
     hatch run ecosystem:examples --examples-dir DIR --json lamina.json
@@ -25,6 +41,7 @@ then reports, per example, whether lamina printed JAX's numbers::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -41,47 +58,68 @@ EXAMPLES: dict[str, list[str]] = {
     "kernel_lsq.py": [],
     "mnist_classifier_fromscratch.py": [],
     "mnist_classifier.py": [],
-    "differentially_private_sgd.py": ["--num_epochs=2", "--batch_size=64"],
+    "differentially_private_sgd.py": ["--epochs=3", "--batch_size=128"],
     "gaussian_process_regression.py": [],
     "advi.py": [],
     "mnist_vae.py": [],
     "spmd_mnist_classifier_fromscratch.py": [],
 }
 
-STAND_IN = Path(__file__).resolve().parent / "jax_examples" / "datasets.py"
-_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
-_TIMING = re.compile(r"\bsec\b|\bseconds?\b|\btime\b|took", re.IGNORECASE)
+HERE = Path(__file__).resolve().parent / "jax_examples"
+STAND_IN = HERE / "datasets.py"
+SITE_CUSTOMIZE = HERE / "sitecustomize.py"
+STAND_IN_MODULES = HERE / "standins"
+# a number not glued to a name (the 32 of f32, the 64 of np.int64 are not numbers)
+_NUMBER = re.compile(r"(?<![\w.])(?:[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+                     r"(?![A-Za-z_])")
+# a duration: a number followed by a unit of time (left out of the comparison)
+_DURATION = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?\s*"
+                       r"(?:sec|seconds?|s|ms)\b")
 
 
 def printed_numbers(text: str) -> list[float]:
-    """Every number in ``text`` outside lines that report times."""
+    """Every number in ``text`` but durations (``1.52 sec``) and digits
+    glued to a name (``f32``, ``np.int64``)."""
     numbers: list[float] = []
     for line in text.splitlines():
-        if not _TIMING.search(line):
-            numbers.extend(float(m) for m in _NUMBER.findall(line))
+        numbers.extend(float(m) for m in _NUMBER.findall(_DURATION.sub(" ", line)))
     return numbers
 
 
-def _scratch_folder(root: Path, script: Path) -> Path:
+def scratch_folder(root: Path, script: Path) -> Path:
+    """Lays out ``root`` as JAX's repository is for ``script`` (the package
+    ``examples`` with the synthetic ``datasets`` beside the script) plus the
+    start-up seeding; returns the script's copy. ``root`` goes on
+    ``PYTHONPATH`` and the script's folder is its ``sys.path[0]``."""
     package = root / "examples"
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
     shutil.copy(STAND_IN, package / "datasets.py")
+    shutil.copy(SITE_CUSTOMIZE, root / "sitecustomize.py")
     shutil.copy(script, package / script.name)
     return package / script.name
+
+
+def example_environment(root: Path) -> dict[str, str]:
+    """The environment an example runs in (see the module's docstring)."""
+    paths = [str(root)]
+    if importlib.util.find_spec("matplotlib") is None:
+        paths.append(str(STAND_IN_MODULES))
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(paths), MPLBACKEND="Agg",
+                XLA_FLAGS=os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"))
 
 
 def run_example(script: Path, on: str, args: list[str], timeout: float) -> dict[str, object]:
     """Runs one example in a fresh process; its exit status, printed numbers and output tail."""
     with tempfile.TemporaryDirectory(prefix="jax_example_") as tmp:
-        copy = _scratch_folder(Path(tmp), script)
+        copy = scratch_folder(Path(tmp), script)
         prefix = [sys.executable, "-m", "lamina.compat"] if on == "lamina" else [sys.executable]
-        env = dict(os.environ, PYTHONPATH=tmp, MPLBACKEND="Agg",
-                   XLA_FLAGS=os.environ.get("XLA_FLAGS",
-                                            "--xla_force_host_platform_device_count=8"))
         start = time.perf_counter()
         try:
-            proc = subprocess.run([*prefix, str(copy), *args], cwd=tmp, env=env, text=True,
+            proc = subprocess.run([*prefix, str(copy), *args], cwd=tmp,
+                                  env=example_environment(Path(tmp)), text=True,
                                   capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             out = (e.stdout or "") if isinstance(e.stdout, str) else ""

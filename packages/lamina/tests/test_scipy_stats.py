@@ -202,3 +202,18 @@ def test_vmap_and_gradients() -> None:
     cov = (a @ a.T + 2 * np.eye(2)).astype(np.float32)
     check_grads(lambda m: ls.multivariate_normal.logpdf(f32(0.3, -0.2), m, cov),
                 (f32(0.1, 0.4),), order=1, **tol)
+
+
+def test_norm_logpdf_rounds_as_jax() -> None:
+    """JAX's ADVI example fits a density through norm.logpdf: the same
+    arithmetic as JAX (log(2 pi scale^2), the quadratic over scale^2, halved)
+    gives JAX 0.10.2's float32 bits, eager and under jit."""
+    x = lamina.numpy.linspace(-3, 3, 7, dtype=np.float32)
+    eager = [-3.568943977355957, -2.530881881713867, -1.838840126991272, -1.4928194284439087,
+             -1.4928194284439087, -1.8388402462005615, -2.530881881713867]
+    jitted = [-3.568943977355957, -2.530881643295288, -1.838840126991272, -1.4928194284439087,
+              -1.4928194284439087, -1.8388402462005615, -2.530881643295288]
+    np.testing.assert_array_equal(np.asarray(ls.norm.logpdf(x, 0.5, 1.7)),
+                                  np.array(eager, np.float32))
+    np.testing.assert_array_equal(np.asarray(lamina.jit(ls.norm.logpdf)(x, 0.5, 1.7)),
+                                  np.array(jitted, np.float32))

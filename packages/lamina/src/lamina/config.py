@@ -40,6 +40,9 @@ without the ``jax_`` prefix) are listed in
 from __future__ import annotations
 
 import functools
+import importlib
+import itertools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -180,10 +183,63 @@ class Config:
     def names(self) -> list[str]:
         return sorted(_SETTINGS)
 
+    def config_with_absl(self) -> None:
+        """Defines an absl flag for each of JAX's setting names
+        (``--jax_enable_x64``, ...), its default the setting's value now; once
+        absl has parsed the command line (``absl.app.run``), the flags given
+        there update the settings. JAX's ``config.config_with_absl``. Needs
+        ``absl-py``."""
+        flags, app = _absl("config_with_absl")
+        _define_absl_flags(flags)
+        app.call_after_init(lambda: _apply_absl_flags(flags.FLAGS))
+
+    def parse_flags_with_absl(self) -> None:
+        """Reads the ``--jax_*`` flags of ``sys.argv`` (before a ``--``) now,
+        leaving every other argument to the program: JAX's
+        ``config.parse_flags_with_absl``, which test files call at import.
+        Needs ``absl-py``."""
+        flags, _ = _absl("parse_flags_with_absl")
+        _define_absl_flags(flags)
+        ours = [a for a in itertools.takewhile(lambda a: a != "--", sys.argv[1:])
+                if a.startswith("--jax")]
+        flags.FLAGS([sys.argv[0] if sys.argv else "", *ours], known_only=True)
+        _apply_absl_flags(flags.FLAGS)
+
+
+def _absl(caller: str) -> tuple[Any, Any]:
+    try:  # absl-py is optional: imported by name, only here
+        app = importlib.import_module("absl.app")
+        flags = importlib.import_module("absl.flags")
+    except ImportError as e:
+        raise ImportError(f"lamina.config.{caller} needs absl-py (pip install absl-py)") from e
+    return flags, app
+
+
+def _define_absl_flags(flags: Any) -> None:
+    """One flag per JAX setting name, typed by the setting's current value;
+    names already defined (a second call) are left as they are."""
+    define = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float}
+    for name, key in _ALIASES.items():
+        if name in flags.FLAGS:
+            continue
+        value = _SETTINGS[key].read()
+        kind = type(value)
+        definer = define.get(kind, flags.DEFINE_string)
+        default = value if kind in define or value is None else str(value)
+        definer(name, default, f"lamina's {key} setting (JAX's {name})")
+
+
+def _apply_absl_flags(values: Any) -> None:
+    for name in _ALIASES:
+        if name in values and values[name].present:
+            config.update(name, values[name].value)
+
 
 config = Config()
 update = config.update
 read = config.read
+config_with_absl = config.config_with_absl
+parse_flags_with_absl = config.parse_flags_with_absl
 
 
 def __getattr__(name: str) -> Any:

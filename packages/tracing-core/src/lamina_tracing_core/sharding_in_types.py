@@ -30,7 +30,8 @@ from lamina_tracing_core.primitives import Primitive
 
 __all__ = ["ShardingTypeError", "sharding_rules", "register", "apply_rule", "elementwise",
            "same_as_first", "reduction", "broadcast_in_dim", "transpose", "dot_general",
-           "any_sharded", "user_spec", "types_sharded", "squeeze", "concatenate", "reshape",
+           "any_sharded", "user_spec", "spec_of", "TypeSharding", "types_sharded", "squeeze",
+           "concatenate", "reshape",
            "keep_unchanged"]
 
 Rule = Callable[..., list[TypeSharding | None]]
@@ -95,7 +96,9 @@ def _mesh_of(avals: Sequence[ShapedArray]) -> Any:
     return next(iter(meshes))
 
 
-def _spec(aval: ShapedArray) -> tuple[tuple[str, ...], ...]:
+def spec_of(aval: ShapedArray) -> tuple[tuple[str, ...], ...]:
+    """``aval``'s sharding spec with one entry per dimension (``()`` where
+    unsplit, all ``()`` when it has no sharding)."""
     if aval.sharding is None:
         return ((),) * aval.ndim
     return aval.sharding.spec + ((),) * (aval.ndim - len(aval.sharding.spec))
@@ -115,7 +118,7 @@ def elementwise(name: str) -> Rule:
         for a in avals:
             if a.ndim != ndim:
                 continue
-            for d, axes in enumerate(_spec(a)):
+            for d, axes in enumerate(spec_of(a)):
                 if axes and spec[d] and axes != spec[d]:
                     raise ShardingTypeError(
                         f"{name} operation with inputs: "
@@ -137,7 +140,7 @@ def reduction(*avals: ShapedArray, axes: Sequence[int], **_: Any) -> list[TypeSh
     if x.sharding is None:
         return [None]
     dropped = {int(a) % max(x.ndim, 1) for a in axes}
-    return [_make(x.sharding.mesh, [s for d, s in enumerate(_spec(x)) if d not in dropped])]
+    return [_make(x.sharding.mesh, [s for d, s in enumerate(spec_of(x)) if d not in dropped])]
 
 
 def broadcast_in_dim(*avals: ShapedArray, shape: Sequence[int],
@@ -148,7 +151,7 @@ def broadcast_in_dim(*avals: ShapedArray, shape: Sequence[int],
     spec: list[tuple[str, ...]] = [()] * len(shape)
     for src, dst in enumerate(broadcast_dimensions):
         if x.shape[src] == shape[dst]:
-            spec[dst] = _spec(x)[src]
+            spec[dst] = spec_of(x)[src]
     return [_make(x.sharding.mesh, spec)]
 
 
@@ -157,7 +160,7 @@ def transpose(*avals: ShapedArray, permutation: Sequence[int],
     x = avals[0]
     if x.sharding is None:
         return [None]
-    spec = _spec(x)
+    spec = spec_of(x)
     return [_make(x.sharding.mesh, [spec[p] for p in permutation])]
 
 
@@ -181,7 +184,7 @@ def dot_general(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: Any,
     if out_sharding is not None:
         ndim = len(lb) + lhs.ndim - len(lc) - len(lb) + rhs.ndim - len(rc) - len(rb)
         return [user_spec(out_sharding, mesh, ndim)]
-    ls, rs = _spec(lhs), _spec(rhs)
+    ls, rs = spec_of(lhs), spec_of(rhs)
     lc_spec = tuple(ls[d] for d in lc)
     rc_spec = tuple(rs[d] for d in rc)
     if any(a and b for a, b in zip(lc_spec, rc_spec)):
@@ -206,7 +209,7 @@ def squeeze(x: ShapedArray, *, dimensions: Sequence[int], **_: Any
             ) -> list[TypeSharding | None]:
     if x.sharding is None:
         return [None]
-    return [_make(x.sharding.mesh, [s for d, s in enumerate(_spec(x)) if d not in dimensions])]
+    return [_make(x.sharding.mesh, [s for d, s in enumerate(spec_of(x)) if d not in dimensions])]
 
 
 def concatenate(*avals: ShapedArray, dimension: int, **_: Any) -> list[TypeSharding | None]:
@@ -215,7 +218,7 @@ def concatenate(*avals: ShapedArray, dimension: int, **_: Any) -> list[TypeShard
     ndim = avals[0].ndim
     spec: list[tuple[str, ...]] = [()] * ndim
     for a in avals:
-        for d, axes in enumerate(_spec(a)):
+        for d, axes in enumerate(spec_of(a)):
             if d == dimension or not axes:
                 continue
             if spec[d] and axes != spec[d]:
@@ -245,7 +248,7 @@ def reshape(outs: list[ShapedArray], x: ShapedArray, *, sharding: Any = None,
         starts_out.setdefault(prod, j)
         prod *= n
     prod = 1
-    for d, (n, axes) in enumerate(zip(x.shape, _spec(x))):
+    for d, (n, axes) in enumerate(zip(x.shape, spec_of(x))):
         if axes:
             count = 1
             for a in axes:
@@ -270,7 +273,7 @@ def keep_unchanged(outs: list[ShapedArray], x: ShapedArray, *_: ShapedArray,
     if x.sharding is None or outs[0].ndim != x.ndim:
         return [None]
     return [_make(x.sharding.mesh, [axes if n_in == n_out else ()
-                                    for axes, n_in, n_out in zip(_spec(x), x.shape,
+                                    for axes, n_in, n_out in zip(spec_of(x), x.shape,
                                                                  outs[0].shape)])]
 
 

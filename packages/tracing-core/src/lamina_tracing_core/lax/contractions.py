@@ -265,10 +265,11 @@ def _ranges_like(*xs: Sequence[Any]) -> list[list[int]]:
 
 @functools.lru_cache(maxsize=1024)
 def _dot_transpose_plan(dimension_numbers: DotDimensionNumbers, x_ndim: int, y_ndim: int,
-                        swap_ans: bool) -> tuple[DotDimensionNumbers, tuple[int, ...]]:
+                        swap_ans: bool
+                        ) -> tuple[DotDimensionNumbers, tuple[int, ...], tuple[int, ...]]:
     """For the cotangent of the lhs ``x`` of a dot: the dimension numbers of
-    ``dot_general(ct, y, ...)`` and the permutation taking its result to
-    ``x``'s axis order."""
+    ``dot_general(ct, y, ...)``, the permutation taking its result to ``x``'s
+    axis order, and for each of its result's axes the axis of ``x`` it is."""
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     x_kept = [i for i in range(x_ndim) if i not in x_contract and i not in x_batch]
     y_kept = [i for i in range(y_ndim) if i not in y_contract and i not in y_batch]
@@ -281,17 +282,33 @@ def _dot_transpose_plan(dimension_numbers: DotDimensionNumbers, x_ndim: int, y_n
     x_contract_by_y = [x_contract[i] for i in order]
     unsorted = list(x_batch) + x_kept + x_contract_by_y
     out_axes = tuple(sorted(range(len(unsorted)), key=lambda i: unsorted[i]))
-    return dims, out_axes
+    return dims, out_axes, tuple(unsorted)
+
+
+def _cotangent_sharding(x_aval: ShapedArray, operands: Sequence[ShapedArray],
+                        x_axes: tuple[int, ...]) -> sit.TypeSharding | None:
+    """The sharding of the ``dot_general`` that makes ``x``'s cotangent (its
+    result axis ``i`` being ``x``'s axis ``x_axes[i]``): ``x``'s own, as JAX
+    does. A contraction over a dimension the cotangent and the other operand
+    both split (the batch of a weight's gradient) then sums into ``x``'s
+    layout instead of being ambiguous. ``None`` when nothing is sharded."""
+    if x_aval.sharding is None and not sit.any_sharded(operands):
+        return None
+    mesh = next(a.sharding.mesh for a in (x_aval, *operands) if a.sharding is not None)
+    spec = sit.spec_of(x_aval)
+    return sit.TypeSharding(mesh, tuple(spec[d] for d in x_axes))
 
 
 def _dot_transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DotDimensionNumbers,
                        precision: Any, preferred_element_type: Any, out_sharding: Any,
                        swap_ans: bool = False) -> Any:
     x_aval = x.aval
-    dims, out_axes = _dot_transpose_plan(dimension_numbers, len(x_aval.shape),
-                                         len(get_aval(y).shape), swap_ans)
+    y_aval = get_aval(y)
+    dims, out_axes, x_axes = _dot_transpose_plan(dimension_numbers, len(x_aval.shape),
+                                                 len(y_aval.shape), swap_ans)
     out = dot_general(ct, y, dims, precision=precision,
-                      preferred_element_type=preferred_element_type)
+                      preferred_element_type=preferred_element_type,
+                      out_sharding=_cotangent_sharding(x_aval, (get_aval(ct), y_aval), x_axes))
     x_bar = st.transpose(out, out_axes)
     if get_aval(x_bar).dtype != x_aval.dtype:
         x_bar = convert._convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type,

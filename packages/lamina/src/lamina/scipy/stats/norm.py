@@ -15,10 +15,13 @@ ArrayLike = Any
 
 
 def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
+    # -(log(2 pi scale^2) + (x - loc)^2 / scale^2) / 2, in JAX's order of
+    # operations so that the rounding, and what is fitted with it, are JAX's
     x, loc, scale = promote("norm.logpdf", x, loc, scale)
-    z = jnp.divide(jnp.subtract(x, loc), scale)
-    return jnp.subtract(jnp.multiply(k(z, -0.5), jnp.square(z)),
-                        jnp.add(jnp.log(scale), k(z, 0.5 * math.log(2 * math.pi))))
+    scale_squared = jnp.square(scale)
+    log_normalizer = jnp.log(jnp.multiply(k(x, 2 * math.pi), scale_squared))
+    quadratic = jnp.divide(jnp.square(jnp.subtract(x, loc)), scale_squared)
+    return jnp.divide(jnp.add(log_normalizer, quadratic), k(x, -2.0))
 
 
 def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
