@@ -10,5 +10,7 @@ defined and listed in the README's differences:
 - ``dispatch.wait_for_tokens`` (equinox);
 - ``dtypes``: ``jax.dtypes`` plus ``TypePromotionError``, ``ExtendedDType``,
   ``DType``, ``supports_inf`` (equinox, flax);
-- ``core``: the names of :mod:`lamina.core` (flax).
+- ``core``: the names of :mod:`lamina.core` (flax);
+- ``compiler``: lamina's compiler module, whose ``backend_compile_and_load``
+  every compile calls (chex's ``restrict_backends`` wraps it).
 """
