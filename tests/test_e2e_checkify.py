@@ -119,3 +119,14 @@ def test_check_error_raises_a_concrete_failure() -> None:
         checkify.check_error(err)
     with pytest.raises(TypeError, match="check_error: error must be a checkify.Error"):
         checkify.check_error("no error")
+
+
+def test_message_shows_payload_values_as_arrays() -> None:
+    # JAX 0.10.2 formats a payload held in a container by its repr: Array(nan, dtype=float32)
+    def g(tree):
+        checkify.check(jnp.isfinite(tree["b"]), "not finite: {}", tree)
+        return tree
+
+    err, _ = lx.jit(checkify.checkify(g))({"a": jnp.float32(0), "b": jnp.float32(jnp.nan)})
+    assert err.get().startswith("not finite: {'a': Array(0., dtype=float32), "
+                                "'b': Array(nan, dtype=float32)}")

@@ -385,7 +385,9 @@ class Error:
             where = tuple(int(i) for i in np.argwhere(failed)[0])
         code = int(np.asarray(self._code)[where])
         site = self._sites.sites[code - 1]
-        values = [np.asarray(self._payloads[site.slot + i])[where]
+        # as arrays (not NumPy's): a message that shows a value's repr shows
+        # Array(...), as JAX's does
+        values = [jnp.asarray(np.asarray(self._payloads[site.slot + i])[where])
                   for i in range(len(site.payload))]
         message = site.describe(values)
         return f"{message} (at mapped index {list(where)})" if where else message
