@@ -68,9 +68,8 @@ def test_signature_is_the_functions_with_or_without_static_arguments() -> None:
     # JAX 0.10.2: inspect.signature(jit(f, ...), follow_wrapped=False) == signature of f
     import inspect
 
-    def foo(a: int, b: int = 2, *, c: int = 3) -> int:
+    def foo(a, b=2, *, c=3):  # type: ignore[no-untyped-def]
         return a
 
     for jitted in (jit(foo), jit(foo, static_argnums=1)):
-        assert str(inspect.signature(jitted, follow_wrapped=False)) == \
-            "(a: int, b: int = 2, *, c: int = 3) -> int"
+        assert str(inspect.signature(jitted, follow_wrapped=False)) == "(a, b=2, *, c=3)"
