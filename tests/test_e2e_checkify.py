@@ -99,3 +99,34 @@ def test_index_checks_cover_scatters() -> None:
                                 "scatter-add at ")
     err, _ = checked(jnp.zeros((3, 2)), jnp.array([[-1]]))
     assert "scatter-add" in err.get()
+
+
+def test_div_checks_cover_float_division_not_rem() -> None:
+    # JAX 0.10.2: div_checks reports a float x / 0.0 and an integer x // 0, not x % 0
+    divide = checkify.checkify(lambda a, b: a / b, errors=checkify.div_checks)
+    assert divide(jnp.ones(2), 0.0)[0].get().startswith("division by zero at ")
+    assert divide(jnp.ones(2), 2.0)[0].get() is None
+    rem = checkify.checkify(lambda a, b: a % b, errors=checkify.div_checks)
+    assert rem(jnp.ones(2, "int32"), jnp.int32(0))[0].get() is None
+
+
+def test_check_error_raises_a_concrete_failure() -> None:
+    checked = lx.jit(checkify.checkify(f))
+    err, _ = checked(2.0, 1)
+    checkify.check_error(err)  # every check held: nothing raised
+    err, _ = checked(-2.0, 1)
+    with pytest.raises(checkify.JaxRuntimeError, match="x must be positive, got -2.0"):
+        checkify.check_error(err)
+    with pytest.raises(TypeError, match="check_error: error must be a checkify.Error"):
+        checkify.check_error("no error")
+
+
+def test_message_shows_payload_values_as_arrays() -> None:
+    # JAX 0.10.2 formats a payload held in a container by its repr: Array(nan, dtype=float32)
+    def g(tree):
+        checkify.check(jnp.isfinite(tree["b"]), "not finite: {}", tree)
+        return tree
+
+    err, _ = lx.jit(checkify.checkify(g))({"a": jnp.float32(0), "b": jnp.float32(jnp.nan)})
+    assert err.get().startswith("not finite: {'a': Array(0., dtype=float32), "
+                                "'b': Array(nan, dtype=float32)}")

@@ -57,3 +57,48 @@ def test_library_names_through_the_alias(tmp_path: Path) -> None:
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out == {"version": "0.10.2", "version_info": [0, 10, 2], "in_dir": True,
                    "layout": "FormatLayout", "sync": True, "runtime_error": True, "rank": True}
+
+
+PRIVATE_SCRIPT = """
+    import json
+    import lamina.compat
+    lamina.compat.install()
+
+    import jax
+    import jax.numpy as jnp
+    from jax._src import compiler
+
+    out = {"backends_before": jax._src.xla_bridge._backends}
+    seen = []
+    inner = compiler.backend_compile_and_load
+
+    def forbid_cpu(backend, *args, **kwargs):
+        seen.append(backend.platform)
+        raise RuntimeError("cpu compiles are forbidden here")
+
+    compiler.backend_compile_and_load = forbid_cpu
+    try:
+        jax.jit(lambda x: x * 3)(jnp.ones(2))
+    except Exception as e:
+        out["forbidden"] = "cpu compiles are forbidden here" in str(e)
+    compiler.backend_compile_and_load = inner
+    out["after"] = jax.jit(lambda x: x * 3)(jnp.ones(2)).tolist()
+    out["seen"] = seen
+    out["backends_after"] = sorted(jax._src.xla_bridge._backends)
+    print(json.dumps(out))
+"""
+
+
+def test_private_modules_libraries_patch_or_read(tmp_path: Path) -> None:
+    # chex wraps jax._src.compiler.backend_compile_and_load (restrict_backends)
+    # and reads jax._src.xla_bridge._backends (set_n_cpu_devices)
+    script = tmp_path / "private.py"
+    script.write_text(textwrap.dedent(PRIVATE_SCRIPT))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", LAMINA_PLATFORMS="cpu")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=180, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"backends_before": None, "forbidden": True, "after": [3.0, 3.0],
+                   "seen": ["cpu"], "backends_after": ["cpu"]}

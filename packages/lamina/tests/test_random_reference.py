@@ -185,3 +185,18 @@ def test_bfloat16_draws_match_jax():
     check(random.normal(K, (3,), jnp.bfloat16).astype(jnp.float32), [0.386719, 0.182617, -1.0],
           rtol=1e-2)
     assert (jnp.ones(3, jnp.bfloat16) + 1.0).dtype == jnp.bfloat16
+
+
+def test_complex_normal_matches_jax_eager_and_jitted():
+    # JAX 0.10.2: jax.random.normal(jax.random.key(3), (4,), dtype="complex64"),
+    # as uint32 words (real, imaginary) per element; jitted, the same words
+    expected = [3218555715, 3215974750, 3214568625, 1033357881,
+                3199330190, 3171538312, 3207485483, 1046319117]
+    k = random.key(3)
+    eager = np.asarray(random.normal(k, (4,), dtype="complex64"))
+    jitted = np.asarray(lamina.jit(lambda k: random.normal(k, (4,), dtype=jnp.complex64))(k))
+    assert eager.dtype == np.complex64
+    assert eager.view(np.uint32).tolist() == expected
+    assert jitted.view(np.uint32).tolist() == expected
+    with pytest.raises(ValueError, match="normal: dtype argument must be a float dtype"):
+        random.normal(k, (2,), dtype=jnp.int32)

@@ -25,6 +25,9 @@ def test_key_is_typed():
     np.testing.assert_array_equal(np.asarray(random.key_data(k)), [0, 0])
     np.testing.assert_array_equal(np.asarray(random.key_data(random.key(42))), [0, 42])
     assert "key<fry>" in repr(k)
+    # JAX 0.10.2: a typed key is a jax.Array and a jnp.ndarray (flax checks the latter)
+    assert isinstance(k, lamina.Array) and isinstance(k, jnp.ndarray)
+    assert issubclass(type(k), jnp.ndarray)
 
 
 def test_split_fold_in_and_indexing_stay_typed():

@@ -62,3 +62,14 @@ def test_duck_typed_and_struct_arguments_trace_but_do_not_run() -> None:
     with pytest.raises(TypeError, match=r"Argument 'd\['a'\]' of shape float32\[3\] .* is not "
                                         r"a valid JAX type"):
         jit(lambda d: d["a"] + 1)({"a": ShapeDtypeStruct((3,), np.float32)})
+
+
+def test_signature_is_the_functions_with_or_without_static_arguments() -> None:
+    # JAX 0.10.2: inspect.signature(jit(f, ...), follow_wrapped=False) == signature of f
+    import inspect
+
+    def foo(a, b=2, *, c=3):  # type: ignore[no-untyped-def]
+        return a
+
+    for jitted in (jit(foo), jit(foo, static_argnums=1)):
+        assert str(inspect.signature(jitted, follow_wrapped=False)) == "(a, b=2, *, c=3)"

@@ -36,9 +36,9 @@ from lamina_mlir_lowering.serialization import parse_module
 from lamina_tracing_core.avals import ShapedArray
 
 __all__ = [
-    "BuildOptions", "CompileError", "clear_compile_cache", "compile_log", "compile_module",
-    "compile_stats", "log_compilation", "make_compile_options", "module_bytecode",
-    "module_fingerprint", "result_handler",
+    "BuildOptions", "CompileError", "backend_compile_and_load", "clear_compile_cache",
+    "compile_log", "compile_module", "compile_stats", "log_compilation", "make_compile_options",
+    "module_bytecode", "module_fingerprint", "result_handler",
 ]
 
 
@@ -186,12 +186,30 @@ def _compile_through_disk(module: str | bytes, devices: list[Device], options: B
             return loaded
     start = time.perf_counter()
     try:
-        loaded = client.compile_and_load(module, dl, compile_options)
+        loaded = backend_compile_and_load(client, module, dl, compile_options, ())
     except JaxRuntimeError as e:
         raise CompileError(f"XLA could not compile {name}: {e}") from e
     compile_stats["xla_compiles"] += 1
     if disk is not None:
         disk.store(key, name, loaded, time.perf_counter() - start)
+    return loaded
+
+
+def backend_compile_and_load(backend: Any, module: Any, executable_devices: Any,
+                             options: Any, host_callbacks: Sequence[Any]) -> LoadedExecutable:
+    """XLA's compile of ``module`` by the client ``backend`` for ``executable_devices``.
+
+    Every program lamina compiles (a persistent-cache hit aside) goes through
+    this function, looked up on this module at each call: a wrapper assigned
+    here sees each compile and its backend (JAX's ``jax._src.compiler`` has
+    the same function with the same arguments, and chex's
+    ``restrict_backends`` replaces it under the alias to forbid platforms).
+    """
+    if host_callbacks:
+        loaded: LoadedExecutable = backend.compile_and_load(
+            module, executable_devices, options, host_callbacks=list(host_callbacks))
+    else:
+        loaded = backend.compile_and_load(module, executable_devices, options)
     return loaded
 
 
@@ -216,9 +234,8 @@ def _compile_with_callbacks(module: Any, devices: list[Device], options: BuildOp
     compile_stats["misses"] += 1
     compile_stats["xla_compiles"] += 1
     try:
-        return devices[0].client.compile_and_load(
-            module, device_list(devices), make_compile_options(options, devices),
-            host_callbacks=list(host_callbacks))
+        return backend_compile_and_load(devices[0].client, module, device_list(devices),
+                                        make_compile_options(options, devices), host_callbacks)
     except JaxRuntimeError as e:
         raise CompileError(f"XLA could not compile {name}: {e}") from e
 

@@ -450,10 +450,33 @@ def _uniform(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype[Any], minval
 
 
 def normal(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
-    """Standard normal floats (``sqrt(2) * erfinv(u)`` for ``u`` uniform in (-1, 1))."""
-    dt = _float_dtype("normal", dtype)
+    """Standard normal floats (``sqrt(2) * erfinv(u)`` for ``u`` uniform in (-1, 1)).
+
+    A complex ``dtype`` gives standard complex normals, as JAX's: real and
+    imaginary parts drawn from the two halves of ``split(key)``, each of
+    variance 1/2 (``(re + 1j * im) / sqrt(2)``)."""
+    dt = _util.user_dtype("lamina.random.normal", dtype) or dtypes.default_float_dtype()
+    dims = _shape("normal", shape)
+    if dt.kind != "c":
+        return _real_normal(key, dims, _float_dtype("normal", dt))
+    return _complex_normal_compiled(_check_key("normal", key), dims, dt)
+
+
+def _complex_normal(key: KeyArray, dims: tuple[int, ...], dt: np.dtype[Any]) -> Array:
+    part = np.empty(0, dt).real.dtype
+    key_re, key_im = _split_keys(key, 2)
+    pair = lax.complex(_real_normal(key_re, dims, part), _real_normal(key_im, dims, part))
+    return lax.div(pair, np.asarray(np.sqrt(2), dt))
+
+
+# one compiled computation, as JAX's, so eager values equal jitted ones bit for
+# bit (XLA fuses the division; separate eager operations round differently)
+_complex_normal_compiled = jit(_complex_normal, static_argnums=(1, 2))
+
+
+def _real_normal(key: KeyArray, dims: tuple[int, ...], dt: np.dtype[Any]) -> Array:
     lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))
-    u = _uniform(key, _shape("normal", shape), dt, lo, 1.0, "normal")
+    u = _uniform(key, dims, dt, lo, 1.0, "normal")
     return lax.mul(np.asarray(np.sqrt(2), dt), lax.erf_inv(u))
 
 

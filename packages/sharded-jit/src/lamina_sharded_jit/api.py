@@ -23,6 +23,7 @@ evaluation; ``eval_shape(f, *args)`` shares the tracing cache with
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, cast
@@ -116,6 +117,16 @@ class Jitted:
         #: then keep its compiled programs until the next full collection
         self._cpp: weakref.ref[Any] | None = None
         _all_jitted.add(self)
+
+    @property
+    def __signature__(self) -> inspect.Signature | None:
+        """The wrapped function's signature, as jaxlib's jit function reports
+        it (``inspect.signature(jitted, follow_wrapped=False)`` reads this);
+        None when the function has none."""
+        try:
+            return inspect.signature(self._info.fun)
+        except (TypeError, ValueError):
+            return None
 
     # -- calling -------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -37,7 +37,7 @@ class CheckFailure(ValueError):
 
 def format_message(message: str, fmt_tree: Any, operands: Sequence[Any]) -> str:
     """``message.format(*args, **kwargs)`` with the operands' values."""
-    args, kwargs = tu.tree_unflatten(fmt_tree, [np.asarray(x) for x in operands])
+    args, kwargs = tu.tree_unflatten(fmt_tree, list(operands))
     return message.format(*args, **kwargs)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from lamina_tracing_core import dtypes as _dt
 from lamina_tracing_core.array_methods import ArrayMethods
 from lamina_tracing_core.numpy.creation import asarray
+from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
 
 # numpy's abstract scalar hierarchy, for issubdtype.
 generic = np.generic
@@ -212,13 +213,14 @@ def isdtype(dtype: Any, kind: Any) -> builtins.bool:
 class _ArrayMeta(type):
     """``isinstance(x, jnp.ndarray)`` holds for lamina Arrays *and* tracers
     (every class built on ``ArrayMethods``), so user code checking for arrays
-    works under jit/grad/vmap, as in JAX."""
+    works under jit/grad/vmap, as in JAX; and for typed key arrays, which are
+    arrays in JAX (``jnp.ndarray`` is ``jax.Array`` there)."""
 
     def __instancecheck__(cls, instance: object) -> builtins.bool:
-        return isinstance(instance, ArrayMethods)
+        return isinstance(instance, (ArrayMethods, PRNGKeyArray))
 
     def __subclasscheck__(cls, subclass: type) -> builtins.bool:
-        return subclass is cls or issubclass(subclass, ArrayMethods)
+        return subclass is cls or issubclass(subclass, (ArrayMethods, PRNGKeyArray))
 
 
 class ndarray(metaclass=_ArrayMeta):  # noqa: N801 - NumPy's name
