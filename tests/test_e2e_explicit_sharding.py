@@ -188,7 +188,6 @@ def test_structural_rules_match_jax(mesh):
         assert got == want
 
 
-<<<<<<< HEAD
 def test_shard_map_in_specs_must_match_explicit_types(devices8):
     mesh = lx.make_mesh((8,), ("i",), devices=devices8)
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
@@ -210,7 +209,8 @@ def test_shard_map_in_specs_must_match_explicit_types(devices8):
     auto = lx.make_mesh((8,), ("i",), axis_types=(AxisType.Auto,), devices=devices8)
     with pytest.raises(TypeError, match="in_specs is required"):
         lx.shard_map(lambda a: a, mesh=auto, out_specs=P("i"))(x)
-=======
+
+
 def test_grad_of_a_batch_sharded_dense_layer(mesh):
     """The gradient of replicated weights contracts over the batch, which the
     data split on both sides (JAX's SPMD MNIST example): the transpose of
@@ -233,4 +233,3 @@ def test_grad_of_a_batch_sharded_dense_layer(mesh):
     ew, ex = lx.grad(loss, argnums=(0, 1))(w_np, x_np)
     np.testing.assert_allclose(np.asarray(gw), ew, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(gx), ex, rtol=1e-5, atol=1e-5)
->>>>>>> i20x

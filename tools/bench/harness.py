@@ -73,25 +73,19 @@ def worker_command(config: LaunchConfig, impl: Impl, name: str) -> list[str]:
     return cmd
 
 
-<<<<<<< HEAD
 # Removed from every worker's environment: start-up rows (import, warm start)
 # must load modules as users do, from the .pyc files the warm-up process wrote,
 # not recompile every module's source in every measured process.
 WORKER_ENV_REMOVED = ("PYTHONDONTWRITEBYTECODE",)
 
 
-def worker_env(base: dict[str, str], repo_root: Path) -> dict[str, str]:
-    """``base`` with the fixed benchmark variables, without those that would make
-    a fresh process slower than a user's, and with the repo on PYTHONPATH."""
-    env = {k: v for k, v in base.items() if k not in WORKER_ENV_REMOVED}
-=======
 def worker_env(
     base: dict[str, str], repo_root: Path, extra: Iterable[tuple[str, str]] = ()
 ) -> dict[str, str]:
-    """``base`` with the fixed benchmark variables, a workload's ``extra``
-    ones and the repo on PYTHONPATH."""
-    env = dict(base)
->>>>>>> i21
+    """``base`` with the fixed benchmark variables and a workload's ``extra``
+    ones, without those that would make a fresh process slower than a user's,
+    and with the repo on PYTHONPATH."""
+    env = {k: v for k, v in base.items() if k not in WORKER_ENV_REMOVED}
     env.update(WORKER_ENV)
     env.update(extra)
     path = [str(repo_root)]
