@@ -221,3 +221,21 @@ def test_vmap_spmd_axis_name_splits_the_batch_over_the_mesh_axis() -> None:
         np.testing.assert_allclose(lx.jit(lx.grad(loss(spmd)))(w, xs), want, rtol=1e-5)
     with pytest.raises(ValueError, match="spmd_axis_name cannot appear in shard_map in_specs"):
         lx.vmap(h, in_axes=(None, 0), spmd_axis_name="y")(w, xs)
+
+
+def test_auto_pcast_off_makes_mismatches_errors() -> None:
+    mesh = _mesh((8,), ("i",))
+    p, x = np.ones(4, np.float32), np.ones((8, 4), np.float32)
+    f = lx.shard_map(lambda p, x: p * x, mesh=mesh, in_specs=(P(), P("i")), out_specs=P("i"))
+    np.testing.assert_allclose(f(p, x), np.ones((8, 4)))
+    with lx.auto_pcast(False):
+        assert lx.config.read("jax_auto_pcast") is False
+        with pytest.raises(ValueError, match=r"Primitive mul requires varying manual axes to "
+                                             r"match, but got \[set\(\), \{'i'\}\]"):
+            f(p, x)
+        g = lx.shard_map(lambda p, x: lax.pcast(p, "i", to="varying") * x, mesh=mesh,
+                         in_specs=(P(), P("i")), out_specs=P("i"))
+        np.testing.assert_allclose(g(p, x), np.ones((8, 4)))
+        with pytest.raises(ValueError, match="psum is a varying->invariant collective"):
+            lx.shard_map(lambda p: lax.psum(p, "i"), mesh=mesh, in_specs=P(), out_specs=P())(p)
+    np.testing.assert_allclose(lx.jit(f)(p, x), np.ones((8, 4)))

@@ -85,6 +85,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "disable_jit": ("lamina_sharded_jit", "disable_jit"),
     "shard_map": ("lamina_sharded_jit.shard_map", "shard_map"),
     "smap": ("lamina_sharded_jit.shard_map", "smap"),
+    "auto_pcast": ("lamina_tracing_core.vma", "auto_pcast"),
     "set_mesh": ("lamina_interpreters_pxla.sharding", "set_mesh"),
     "reshard": ("lamina_sharded_jit.explicit_sharding", "reshard"),
     # submodules

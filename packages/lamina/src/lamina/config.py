@@ -30,6 +30,8 @@ numpy_dtype_promotion     LAMINA_NUMPY_DTYPE_PROMOTION      tracing-core
                                                             trace_settings
 default_matmul_precision  LAMINA_DEFAULT_MATMUL_PRECISION   tracing-core
                                                             trace_settings
+auto_pcast                LAMINA_AUTO_PCAST                 tracing-core
+                                                            trace_settings
 ========================  ================================  ====================
 
 The persistent compilation cache's other settings (JAX's names, with and
@@ -121,7 +123,8 @@ _SETTINGS: dict[str, _Setting] = {
     "log_compiles": _Setting(lambda: compile_log.enabled,
                              lambda v: setattr(compile_log, "enabled", bool(v))),
     **{name: _trace_setting(name) for name in
-       ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision")},
+       ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
+        "auto_pcast")},
 }
 _SETTINGS.update({name: _Setting(functools.partial(cache_config.read, name),
                                  functools.partial(cache_config.update, name))
@@ -139,6 +142,7 @@ _ALIASES = {
     "jax_numpy_rank_promotion": "numpy_rank_promotion",
     "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
     "jax_default_matmul_precision": "default_matmul_precision",
+    "jax_auto_pcast": "auto_pcast",
 }
 
 

@@ -34,7 +34,7 @@ from lamina_interpreters_pxla.sharding import get_current_mesh
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_mlir_lowering import UNSPECIFIED
-from lamina_tracing_core import core, dtypes
+from lamina_tracing_core import core, dtypes, trace_settings
 from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_body
@@ -199,7 +199,8 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
     key: Hashable | None
     try:
         key = (in_tree, blocks, in_specs, mesh, manual, sm.check_vma, _spec_key(sm.out_specs),
-               dbg.arg_names, core.bound_axis_names(), dtypes.x64_state.enabled)
+               dbg.arg_names, core.bound_axis_names(), dtypes.x64_state.enabled,
+               trace_settings.state.key)
         hash(key)
     except TypeError:
         key = None
@@ -210,7 +211,8 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
     if table is not None and key in table:
         return table[key]
     with manual_axes_bound(mesh, manual, sm.check_vma):
-        fun = _typed_as_out_specs(sm, manual) if sm.check_vma else sm.f
+        typed = sm.check_vma and trace_settings.state.auto_pcast
+        fun = _typed_as_out_specs(sm, manual) if typed else sm.f
         try:
             body: BodyTrace = trace_body(fun, in_tree, blocks, dbg)
         except UnboundAxisNameError as e:

@@ -1,6 +1,6 @@
 """Settings that change what tracing produces, beyond ``enable_x64``.
 
-Three of JAX's config options decide how ``lamina.numpy`` and ``lax`` build
+Four of JAX's config options decide how ``lamina.numpy`` and ``lax`` build
 equations, so a function traced under one value must not be reused under
 another:
 
@@ -12,7 +12,10 @@ another:
   is a ``TypePromotionError``);
 - ``default_matmul_precision``: the ``precision`` that contractions given
   ``precision=None`` record (``'highest'``, ``'float32'``, ``'tensorfloat32'``...),
-  or None for the backend's default.
+  or None for the backend's default;
+- ``auto_pcast``: whether an invariant value meeting a varying one in a
+  ``shard_map`` body is ``pvary``'d implicitly (True, the default) or the
+  mismatch is an error.
 
 :data:`state` holds the values; :attr:`TraceSettings.key` is a tuple of all
 three, a new object on every change, which the tracing caches put in their
@@ -38,10 +41,11 @@ DTYPE_PROMOTIONS = ("standard", "strict")
 #: names and their dtype aliases); None is the backend's default.
 MATMUL_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
 
-_CHOICES: dict[str, tuple[str | None, ...]] = {
+_CHOICES: dict[str, tuple[Any, ...]] = {
     "numpy_rank_promotion": RANK_PROMOTIONS,
     "numpy_dtype_promotion": DTYPE_PROMOTIONS,
     "default_matmul_precision": (None, *MATMUL_PRECISIONS),
+    "auto_pcast": (True, False),
 }
 
 
@@ -49,22 +53,25 @@ class TraceSettings:
     """The current values (read directly on hot paths) and their :attr:`key`."""
 
     __slots__ = ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
-                 "key")
+                 "auto_pcast", "key")
 
     def __init__(self) -> None:
         self.numpy_rank_promotion: str = "allow"
         self.numpy_dtype_promotion: str = "standard"
         self.default_matmul_precision: str | None = None
+        self.auto_pcast: bool = True
         self.key: tuple[Any, ...] = ()
         for name in _CHOICES:
-            value = os.environ.get("LAMINA_" + name.upper())
-            if value:
+            value: Any = os.environ.get("LAMINA_" + name.upper())
+            if value and name == "auto_pcast":
+                value = value.lower() not in ("0", "false", "no", "off")
+            if value is not None and value != "":
                 setattr(self, name, _checked(name, value))
         self._rekey()
 
     def _rekey(self) -> None:
         self.key = (self.numpy_rank_promotion, self.numpy_dtype_promotion,
-                    self.default_matmul_precision)
+                    self.default_matmul_precision, self.auto_pcast)
 
 
 state = TraceSettings()

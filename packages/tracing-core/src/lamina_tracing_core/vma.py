@@ -23,15 +23,16 @@ Outside such bodies nothing here runs and every ``vma`` is empty.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+from lamina_tracing_core import trace_settings
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
 from lamina_tracing_core.primitives import Primitive, effect_rules
 
 __all__ = ["checking", "checking_vma", "vma_rules", "result_avals", "insert_pvary",
-           "pvary_p", "join", "vma_of"]
+           "pvary_p", "join", "vma_of", "auto_pcast", "auto_pcast_on"]
 
 #: ``[on]``: whether values are typed with their varying manual axes now.
 _checking = [False]
@@ -83,6 +84,12 @@ def result_avals(prim: Primitive, in_avals: Sequence[ShapedArray], out: Any,
         return out
     else:
         vma = join(in_avals)
+        if any(a.vma != vma for a in in_avals):  # only with auto_pcast off
+            raise ValueError(
+                f"Primitive {prim.name} requires varying manual axes to match, but got "
+                f"{[set(a.vma) for a in in_avals]}. Apply `lax.pcast(..., to='varying')` to "
+                f"the operands that do not vary over some of those axes, turn auto_pcast on, "
+                f"or pass check_vma=False to shard_map")
     if prim.multiple_results:
         return [a if a.vma == vma else a.update(vma=vma) for a in out]
     return out if out.vma == vma else out.update(vma=vma)
@@ -91,7 +98,7 @@ def result_avals(prim: Primitive, in_avals: Sequence[ShapedArray], out: Any,
 def insert_pvary(prim: Primitive, args: Sequence[Any]) -> Sequence[Any]:
     """``args`` with the operands that vary over fewer manual axes than the
     others ``pvary``'d to the join, for a first-order primitive."""
-    if prim.higher_order or prim in vma_rules or len(args) < 2:
+    if prim.higher_order or prim in vma_rules or len(args) < 2 or not auto_pcast_on():
         return args
     try:
         vmas = [get_aval(x).vma for x in args]
@@ -103,6 +110,19 @@ def insert_pvary(prim: Primitive, args: Sequence[Any]) -> Sequence[Any]:
     joined = frozenset().union(*vmas)
     return [x if v == joined else pvary_p.bind(x, axes=_ordered(joined - v))
             for x, v in zip(args, vmas)]
+
+
+def auto_pcast_on() -> bool:
+    """Whether invariant values are ``pvary``'d implicitly where they meet
+    varying ones (the ``auto_pcast`` setting)."""
+    return bool(trace_settings.state.auto_pcast)
+
+
+def auto_pcast(on: bool) -> AbstractContextManager[None]:
+    """``with auto_pcast(False):`` makes a mismatch of varying manual axes an
+    error instead of an implicit ``pvary`` for the block (JAX's
+    ``jax.auto_pcast``)."""
+    return trace_settings.scoped("auto_pcast", bool(on))
 
 
 def _ordered(axes: frozenset[Any]) -> tuple[Any, ...]:

@@ -172,7 +172,7 @@ def _pextremum(prim: Primitive, x: Any, axis_name: AxisName, axis_index_groups: 
 def _vary_over(x: Any, axes: Sequence[Any]) -> Any:
     """``x`` typed as varying over the named ``axes`` before a collective over
     them (a no-op unless varying manual axes are being checked)."""
-    if not _vma.checking():
+    if not _vma.checking() or not _vma.auto_pcast_on():
         return x
     vma = get_aval(x).vma
     missing = tuple(a for a in _named(axes) if a not in vma)
