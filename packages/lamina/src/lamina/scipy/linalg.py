@@ -253,9 +253,9 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
          overwrite_a: bool = False, overwrite_b: bool = False, type: int = 1,  # noqa: A002
          check_finite: bool = True, subset_by_index: Any = None, subset_by_value: Any = None,
          driver: Any = None) -> Any:
-    """``(w, v)``: ascending eigenvalues and eigenvectors of a Hermitian ``a``
-    (only ``w`` with ``eigvals_only``); the generalized problem (``b``) is
-    not supported."""
+    """``(w, v)``: ascending eigenvalues and eigenvectors of the Hermitian
+    part ``(a + a^H) / 2`` of ``a`` (only ``w`` with ``eigvals_only``), as
+    JAX computes them; the generalized problem (``b``) is not supported."""
     del overwrite_a, overwrite_b, check_finite, driver
     if b is not None:
         raise ValueError("lamina.scipy.linalg.eigh: argument 'b' (the generalized problem) "
@@ -265,8 +265,10 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
                          "supported")
     (a,) = _inexact("eigh", a)
     _check_matrix("eigh", "a", a)
-    v, w = lax.linalg.eigh(a, lower=lower, symmetrize_input=False,
-                           subset_by_index=subset_by_index)
+    # As JAX does, the input is symmetrized ((a + a^H) / 2) before the solver
+    # reads its ``lower`` triangle, which is also what makes its derivative
+    # the symmetric one.
+    v, w = lax.linalg.eigh(a, lower=lower, subset_by_index=subset_by_index)
     return w if eigvals_only else (w, v)
 
 
