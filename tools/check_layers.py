@@ -128,6 +128,7 @@ DIST_TO_IMPORTS: dict[str, tuple[str, ...]] = {
     "pillow": ("PIL",),
     "scikit-learn": ("sklearn",),
     "protobuf": ("google",),
+    "absl-py": ("absl",),
 }
 
 # What a package's tests may import beyond the package's own dependencies.

@@ -18,7 +18,8 @@ folder) find the stand-in. It runs either under the JAX alias
 
 - ``sitecustomize.py`` (``jax_examples/sitecustomize.py``), which seeds
   NumPy's global random state with 0: ``kernel_lsq.py`` draws its data from it
-  unseeded, and both runs must see the same data;
+  unseeded, and both runs must see the same data (on JAX it imports ``jax``
+  first: JAX's import draws from that state, lamina's does not);
 - where ``matplotlib`` is not installed, a stand-in that accepts the plotting
   calls and draws nothing (``jax_examples/standins/matplotlib``): nothing the
   examples print depends on a plot;
@@ -100,7 +101,7 @@ def scratch_folder(root: Path, script: Path) -> Path:
     return package / script.name
 
 
-def example_environment(root: Path) -> dict[str, str]:
+def example_environment(root: Path, on: str) -> dict[str, str]:
     """The environment an example runs in (see the module's docstring)."""
     paths = [str(root)]
     if importlib.util.find_spec("matplotlib") is None:
@@ -108,6 +109,7 @@ def example_environment(root: Path) -> dict[str, str]:
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
     return dict(os.environ, PYTHONPATH=os.pathsep.join(paths), MPLBACKEND="Agg",
+                LAMINA_EXAMPLE_PRELOAD="jax" if on == "jax" else "",
                 XLA_FLAGS=os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"))
 
 
@@ -119,7 +121,7 @@ def run_example(script: Path, on: str, args: list[str], timeout: float) -> dict[
         start = time.perf_counter()
         try:
             proc = subprocess.run([*prefix, str(copy), *args], cwd=tmp,
-                                  env=example_environment(Path(tmp)), text=True,
+                                  env=example_environment(Path(tmp), on), text=True,
                                   capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             out = (e.stdout or "") if isinstance(e.stdout, str) else ""

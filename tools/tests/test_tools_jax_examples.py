@@ -105,6 +105,10 @@ def test_scratch_layout_runs_a_script_under_the_alias(tmp_path: Path,
     assert sorted(p.name for p in (root / "examples").iterdir()) == [
         "__init__.py", "datasets.py", "probe.py"]
     assert (root / "sitecustomize.py").is_file()
+    # JAX's import draws from NumPy's global random state: the run on JAX
+    # imports it before the seed, so both runs draw the same data
+    assert run_jax_examples.example_environment(root, "jax")["LAMINA_EXAMPLE_PRELOAD"] == "jax"
+    assert run_jax_examples.example_environment(root, "lamina")["LAMINA_EXAMPLE_PRELOAD"] == ""
     result = run_jax_examples.run_example(script, "lamina", ["--flag"], 300)
     assert result["rc"] == 0, result["tail"]
     # the stand-in both ways, its layout, lamina behind `jax`, the

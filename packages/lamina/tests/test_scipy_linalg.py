@@ -218,3 +218,24 @@ def test_errors_name_the_function_and_argument():
         lax.linalg.cholesky(np.eye(3, dtype=np.int32))
     with pytest.raises(ValueError, match="linalg.eigh: argument 'a' must be a"):
         jnp.linalg.eigh(A[:3])
+
+
+def test_scipy_cholesky_reads_one_triangle_and_its_jvp_takes_the_tangent_as_given() -> None:
+    """JAX's scipy.linalg.cholesky factors the triangle ``lower`` names and
+    does not symmetrize (jnp.linalg.cholesky does), nor does the JVP
+    symmetrize the tangent: the factor and its derivative are JAX 0.10.2's
+    bits (recorded) for a matrix whose other triangle is not its mirror."""
+    a = np.array([[4.0, 9.0, -7.0], [1.0, 3.0, 5.0], [0.5, -0.25, 2.0]], np.float32)
+    t = np.array([[0.3, -1.0, 2.0], [0.7, 0.1, 0.4], [-0.2, 0.9, 0.05]], np.float32)
+
+    def bits(x: object) -> list[int]:
+        return np.asarray(x).ravel().view(np.uint32).tolist()
+
+    factor = [1073741824, 0, 0, 1056964608, 1070875541, 0, 1048576000, 3194457995, 1068485938]
+    tangent = [1033476506, 0, 0, 1051302298, 1030702985, 0, 3185573888, 1059680316, 3162546232]
+    L, dL = lamina.jvp(lambda m: jsl.cholesky(m, lower=True), (a,), (t,))
+    assert bits(L) == factor and bits(dL) == tangent
+    U, dU = lamina.jvp(jsl.cholesky, (a.T,), (t.T,))
+    assert bits(U) == bits(np.asarray(L).T) and bits(dU) == bits(np.asarray(dL).T)
+    # jnp.linalg.cholesky symmetrizes: (a + a^T) / 2 is not positive definite
+    assert np.isnan(np.asarray(lamina.jvp(jnp.linalg.cholesky, (a,), (t,))[1])[1, 0])

@@ -42,7 +42,6 @@ without the ``jax_`` prefix) are listed in
 from __future__ import annotations
 
 import functools
-import importlib
 import itertools
 import sys
 from collections.abc import Callable
@@ -211,9 +210,9 @@ class Config:
 
 
 def _absl(caller: str) -> tuple[Any, Any]:
-    try:  # absl-py is optional: imported by name, only here
-        app = importlib.import_module("absl.app")
-        flags = importlib.import_module("absl.flags")
+    try:
+        # absl-py is the optional `absl` extra: imported only when its flags are wanted
+        from absl import app, flags
     except ImportError as e:
         raise ImportError(f"lamina.config.{caller} needs absl-py (pip install absl-py)") from e
     return flags, app

@@ -352,7 +352,8 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
     del overwrite_a, check_finite
     (a,) = _inexact("cholesky", a)
     _check_matrix("cholesky", "a", a)
-    factor = lax.linalg.cholesky(a)
+    # the triangle named by ``lower`` is read; no symmetrization (JAX's)
+    factor = lax.linalg.cholesky(a if lower else _H(a), symmetrize_input=False)
     return factor if lower else _H(factor)
 
 

@@ -213,9 +213,10 @@ def _cholesky_jvp(primals: Any, tangents: Any) -> Any:
     L = _tril(cholesky_p.bind(x))
     if helpers.is_zero(g):
         return L, helpers.zero_from_primal(L)
-    sigma = el.div(el.add(g, _H(g)), _scalar(g, 2))
-    # phi(L^-1 sigma L^-H): the lower triangle with half the diagonal.
-    tmp = triangular_solve(L, sigma, left_side=False, transpose_a=True, conjugate_a=True,
+    # phi(L^-1 g L^-H): the lower triangle with half the diagonal. g is taken
+    # as it is, as JAX does: cholesky(symmetrize_input=True) has symmetrized
+    # it already, and scipy's cholesky (symmetrize_input=False) must not.
+    tmp = triangular_solve(L, g, left_side=False, transpose_a=True, conjugate_a=True,
                            lower=True)
     inner = triangular_solve(L, tmp, left_side=True, transpose_a=False, lower=True)
     half = el.mul(_eye(_shape(inner), _dtype(inner)), _scalar(inner, 0.5))

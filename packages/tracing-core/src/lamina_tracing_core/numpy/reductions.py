@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.numpy import _util
@@ -217,16 +218,34 @@ def _count(fun: str, x: Any, axis: Axis, where: Any, dtype: np.dtype[Any],
     return sum(mask, axis=axes, dtype=dtype, keepdims=keepdims)
 
 
+def _static_axis(fun: str, x: Any, axis: Axis) -> Axis:
+    """``axis`` checked against ``x`` and made hashable: a static argument of
+    the program a reduction compiles to when called eagerly."""
+    if axis is None:
+        return None
+    return _util.canonicalize_axes(fun, axis, len(_util.shape_of(x)))
+
+
 def mean(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
          keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
-    """The arithmetic mean over ``axis`` (integers average as floats)."""
+    """The arithmetic mean over ``axis`` (integers average as floats). Called
+    eagerly it runs as one compiled program, as JAX's (XLA then divides by the
+    count as JAX users see it)."""
     _util.check_out("mean", out)
     x = _util.operand("mean", a, "a")
-    wanted = _util.user_dtype("mean", dtype) or _inexact(get_aval(x).dtype)
+    return _mean_compiled(x, _static_axis("mean", x, axis), _util.user_dtype("mean", dtype),
+                          bool(keepdims), where)
+
+
+def _mean(x: Any, axis: Axis, dtype: Any, keepdims: bool, where: Any) -> Array:
+    wanted = dtype or _inexact(get_aval(x).dtype)
     compute = _upcast_small_float(wanted)
     total = sum(x, axis=axis, dtype=compute, keepdims=keepdims, where=where)
     count = _count("mean", x, axis, where, compute, keepdims)
     return _util.convert(lax.div(total, count), wanted)
+
+
+_mean_compiled = tc_api.compiled_when_eager(_mean, static_argnums=(1, 2, 3))
 
 
 def _var_dtypes(fun: str, x: Any, dtype: Any) -> tuple[np.dtype[Any], np.dtype[Any]]:
@@ -248,12 +267,19 @@ def _var_dtypes(fun: str, x: Any, dtype: Any) -> tuple[np.dtype[Any], np.dtype[A
 def var(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
         correction: int | float | None = None) -> Array:
-    """The variance over ``axis``: ``sum(|x - mean|**2) / (N - ddof)``."""
+    """The variance over ``axis``: ``sum(|x - mean|**2) / (N - ddof)``; called
+    eagerly, one compiled program (``ddof`` one of its operands), as JAX's."""
     _util.check_out("var", out)
     if correction is not None:
         ddof = correction  # type: ignore[assignment]
     x = _util.operand("var", a, "a")
     compute, result = _var_dtypes("var", x, dtype)
+    return _var_compiled(x, _static_axis("var", x, axis), compute, result, bool(keepdims),
+                         where, _util.operand("var", ddof, "ddof"))
+
+
+def _var(x: Any, axis: Axis, compute: Any, result: Any, keepdims: bool, where: Any,
+         ddof: Any) -> Array:
     x = _util.convert(x, compute)
     centered = lax.sub(x, mean(x, axis=axis, dtype=compute, keepdims=True, where=where))
     if dtypes.is_complex(compute):
@@ -263,8 +289,11 @@ def var(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
     part = get_aval(squares).dtype
     total = sum(squares, axis=axis, dtype=part, keepdims=keepdims, where=where)
     count = _count("var", x, axis, where, part, keepdims)
-    count = lax.sub(count, _util.convert(_util.operand("var", ddof, "ddof"), part))
+    count = lax.sub(count, _util.convert(ddof, part))
     return _util.convert(lax.div(total, count), result)
+
+
+_var_compiled = tc_api.compiled_when_eager(_var, static_argnums=(1, 2, 3, 4))
 
 
 def std(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
