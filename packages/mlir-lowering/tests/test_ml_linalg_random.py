@@ -101,6 +101,15 @@ def test_threefry2x32_broadcasts_scalar_keys() -> None:
     assert (y1[0], y2[0]) == (0xC4923A9C, 0x483DF7A0)
 
 
+def test_threefry2x32_rounds_are_a_loop_on_cpu_only() -> None:
+    u32 = np.zeros((3,), np.uint32)
+    cpu = str(lower_one(prng.threefry2x32_p, u32, u32, u32, u32).module)
+    assert cpu.count("stablehlo.while") == 1
+    gpu = str(lower_one(prng.threefry2x32_p, u32, u32, u32, u32, platforms=("cuda",)).module)
+    assert "stablehlo.while" not in gpu
+    assert gpu.count("stablehlo.shift_left") == 20
+
+
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint8, np.uint64])
 def test_rng_bit_generator(dtype: Any) -> None:
     prim = local_prim("rng_bit_generator", rng_bit_generator_lowering, multiple_results=True)
