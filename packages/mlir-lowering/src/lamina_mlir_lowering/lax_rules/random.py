@@ -2,12 +2,16 @@
 uint32 adds, rotations and xors (20 rounds, Salmon et al., "Parallel random
 numbers: as easy as 1, 2, 3"), and XLA's ``rng_bit_generator``.
 
-On CPU the 20 rounds are a loop of five groups of four (as JAX lowers them
-there): XLA inlines every hash, and unrolled rounds at each of a sampler's
-hashes multiply its compile time several times over; the bits are the same."""
+On CPU, hashes of fewer than ``ROLL_BELOW`` elements run their 20 rounds as a
+loop of five groups of four (as JAX lowers every hash there): XLA inlines each
+hash, and unrolled rounds at each of a sampler's many small hashes multiply its
+compile time (binomial of 1000 draws: 8.9 s of CPU unrolled, 1.7 s rolled).
+Larger hashes stay unrolled, where the fused rounds run several times faster
+(gamma of 10^6 draws: 0.5 s against 1.9 s rolled). The bits are the same."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -24,7 +28,7 @@ from lamina_mlir_lowering.lowering import lower_fun
 from lamina_mlir_lowering.rules import LoweringRuleContext, register_lowering
 from lamina_mlir_lowering.types import Value
 
-__all__ = ["THREEFRY_ROTATIONS", "rng_bit_generator_lowering"]
+__all__ = ["ROLL_BELOW", "THREEFRY_ROTATIONS", "rng_bit_generator_lowering"]
 
 #: The rotation distances of the two alternating groups of four rounds.
 THREEFRY_ROTATIONS: tuple[tuple[int, ...], tuple[int, ...]] = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -124,6 +128,19 @@ def _threefry_rolled(k1: Any, k2: Any, x1: Any, x2: Any) -> list[Any]:
     return [a, b]
 
 
+#: Hashes of fewer elements than this are lowered as a loop on CPU.
+ROLL_BELOW = 1 << 16
+
+_threefry_rolled_rule = lower_fun(_threefry_rolled, multiple_results=True)
+
+
+def _threefry2x32_cpu(ctx: LoweringRuleContext, k1: Value, k2: Value, x1: Value,
+                      x2: Value, **params: Any) -> Sequence[Value]:
+    if math.prod(ctx.avals_out[0].shape) < ROLL_BELOW:
+        return _threefry_rolled_rule(ctx, k1, k2, x1, x2, **params)
+    return _threefry2x32(ctx, k1, k2, x1, x2, **params)
+
+
 _RNG_ALGORITHMS = {0: "DEFAULT", 1: "THREE_FRY", 2: "PHILOX"}
 
 
@@ -164,6 +181,5 @@ def rng_bit_generator_lowering(ctx: LoweringRuleContext, key: Value, *, shape: S
 
 
 register_lowering(lax.threefry2x32_p, _threefry2x32)
-register_lowering(lax.threefry2x32_p, lower_fun(_threefry_rolled, multiple_results=True),
-                  platform="cpu")
+register_lowering(lax.threefry2x32_p, _threefry2x32_cpu, platform="cpu")
 register_lowering(lax.rng_bit_generator_p, rng_bit_generator_lowering)
