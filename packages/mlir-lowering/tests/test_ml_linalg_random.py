@@ -9,9 +9,9 @@ import pytest
 from lamina_tracing_core.lax import contractions as la
 from lamina_tracing_core.lax import prng
 from ml_build import aval, local_prim
-from ml_runner import lower_one, lower_run
+from ml_runner import lower_one, lower_run, run
 
-from lamina_mlir_lowering.lax_rules.random import rng_bit_generator_lowering
+from lamina_mlir_lowering.lax_rules.random import ROLL_BELOW, rng_bit_generator_lowering
 
 F32 = np.float32
 RNG = np.random.default_rng(3)
@@ -99,6 +99,21 @@ def test_threefry2x32_broadcasts_scalar_keys() -> None:
     x2 = np.array([0x85A308D3, 0], u32)
     y1, y2 = lower_run(prng.threefry2x32_p, k1, k2, x1, x2)
     assert (y1[0], y2[0]) == (0xC4923A9C, 0x483DF7A0)
+
+
+def test_threefry2x32_rounds_are_a_loop_for_small_hashes_on_cpu() -> None:
+    u32 = np.zeros((3,), np.uint32)
+    cpu = str(lower_one(prng.threefry2x32_p, u32, u32, u32, u32).module)
+    assert cpu.count("stablehlo.while") == 1
+    big = np.zeros((ROLL_BELOW,), np.uint32)
+    unrolled = lower_one(prng.threefry2x32_p, big, big, big, big)
+    assert "stablehlo.while" not in str(unrolled.module)
+    y1, y2 = run(unrolled, big, big, big, big)
+    assert (y1[0], y2[0]) == tuple(lower_run(prng.threefry2x32_p, *[u32] * 4)[i][0]
+                                   for i in range(2))
+    gpu = str(lower_one(prng.threefry2x32_p, u32, u32, u32, u32, platforms=("cuda",)).module)
+    assert "stablehlo.while" not in gpu
+    assert gpu.count("stablehlo.shift_left") == 20
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint8, np.uint64])
