@@ -348,10 +348,13 @@ def _resolve_kwargs(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
     return tuple(bound.args)
 
 
-def _stop_gradient_arrays(x: Any) -> Any:
+def _stop_gradient_tracers(x: Any) -> Any:
+    """``x`` with gradients stopped on its tracers; other leaves (Python
+    scalars, arrays) stay as they are, as in JAX: a function of static values
+    returns what Python computes (``f(1)`` with ``nondiff_argnums=(0,)`` is an int)."""
 
     def leaf(v: Any) -> Any:
-        return convert.stop_gradient(v) if is_array_like(v) else v
+        return convert.stop_gradient(v) if isinstance(v, core.Tracer) else v
     return tu.tree_map(leaf, x)
 
 
@@ -498,7 +501,7 @@ class custom_jvp:
         jvp_rule = self.jvp
         nondiff = {i % len(args) for i in self.nondiff_argnums} if args else set()
         if nondiff:
-            args = tuple(_stop_gradient_arrays(x) if i in nondiff else x
+            args = tuple(_stop_gradient_tracers(x) if i in nondiff else x
                          for i, x in enumerate(args))
             static_args = [args[i] for i in sorted(nondiff)]
             dyn_args = tuple(x for i, x in enumerate(args) if i not in nondiff)
