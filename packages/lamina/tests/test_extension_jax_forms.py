@@ -133,3 +133,27 @@ def test_a_callback_failing_in_a_program_is_a_jaxlib_runtime_error() -> None:
     with pytest.raises(_jax.JaxRuntimeError, match="KeyError: 'boom'") as info:
         lx.block_until_ready(run(1.0))
     assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_integer_inputs_are_unperturbed_under_vjp_and_jvp() -> None:
+    """An integer input's float0 tangent is a symbolic zero (JAX's jvp and
+    linearize make it one): custom_vjp's forward rule sees it unperturbed."""
+    seen: list[tuple[bool, bool]] = []
+
+    @lx.custom_vjp
+    def scale(n: Any, x: Any) -> Any:
+        return x * n
+
+    def fwd(n: Any, x: Any) -> Any:
+        seen.append((n.perturbed, x.perturbed))
+        return scale(n.value, x.value), n.value
+
+    def bwd(n: Any, g: Any) -> Any:
+        return None, g * n
+
+    scale.defvjp(fwd, bwd, symbolic_zeros=True)
+    grad = lx.jit(lambda n, x: lx.vjp(scale, n, x)[1](1.0))(3, 2.0)
+    assert float(grad[1]) == 3.0 and seen == [(False, True)]
+    float0_tangent = np.zeros((), lx.dtypes.float0)
+    _, t = lx.jvp(lambda n, x: x * n, (3, 2.0), (float0_tangent, 1.0))
+    assert float(t) == 3.0
