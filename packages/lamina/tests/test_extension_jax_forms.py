@@ -157,3 +157,13 @@ def test_integer_inputs_are_unperturbed_under_vjp_and_jvp() -> None:
     float0_tangent = np.zeros((), lx.dtypes.float0)
     _, t = lx.jvp(lambda n, x: x * n, (3, 2.0), (float0_tangent, 1.0))
     assert float(t) == 3.0
+
+
+def test_core_max_dim_and_min_dim() -> None:
+    import lamina.core as lcore
+
+    assert lcore.max_dim(np.int64(2), 3) == 3 and lcore.min_dim(2, 3) == 2
+    with pytest.raises(TypeError, match="max_dim argument d2"):
+        lcore.max_dim(2, "a")
+    with pytest.raises(TypeError, match="min_dim argument d1"):
+        lcore.min_dim(2.5, 3)
