@@ -167,3 +167,29 @@ def test_core_max_dim_and_min_dim() -> None:
         lcore.max_dim(2, "a")
     with pytest.raises(TypeError, match="min_dim argument d1"):
         lcore.min_dim(2.5, 3)
+
+
+def test_def_effectful_abstract_eval_puts_its_effects_on_the_equation() -> None:
+    """JAX's ``def_effectful_abstract_eval``: the rule returns avals and effects;
+    the effects are the staged equation's and the jaxpr's, and depend on the
+    operand types as the rule says."""
+    from lamina_tracing_core.effects import Effect
+
+    class BigOperand(Effect):
+        def __repr__(self) -> str:
+            return "BigOperand"
+
+    big = BigOperand()
+    tag_p = ext_core.Primitive("tag_big_operands")
+    tag_p.def_impl(lambda x: x)
+
+    @tag_p.def_effectful_abstract_eval
+    def _abstract(x: ShapedArray) -> Any:
+        return ShapedArray(x.shape, x.dtype), ({big} if x.size > 2 else set())
+
+    small = lx.make_jaxpr(tag_p.bind)(jnp.ones(2))
+    large = lx.make_jaxpr(tag_p.bind)(jnp.ones(3))
+    assert small.eqns[0].effects == frozenset() and small.effects == frozenset()
+    assert large.eqns[0].effects == {big} and big in large.effects
+    assert tag_p.abstract_eval(ShapedArray((4,), np.dtype(np.float32)))[1] == {big}
+    np.testing.assert_allclose(tag_p.bind(np.arange(3.0)), np.arange(3.0))
