@@ -193,3 +193,16 @@ def test_def_effectful_abstract_eval_puts_its_effects_on_the_equation() -> None:
     assert large.eqns[0].effects == {big} and big in large.effects
     assert tag_p.abstract_eval(ShapedArray((4,), np.dtype(np.float32)))[1] == {big}
     np.testing.assert_allclose(tag_p.bind(np.arange(3.0)), np.arange(3.0))
+
+
+def test_dce_jaxpr_consts_prunes_constants_too() -> None:
+    from lamina.interpreters import partial_eval as pe
+
+    big, unused = np.arange(3.0), np.ones(2)
+    closed = lx.make_jaxpr(lambda x, y: (x * jnp.asarray(big), jnp.sum(jnp.asarray(unused)) + y))(
+        jnp.ones(3), 1.0)
+    jaxpr = closed.jaxpr
+    assert len(jaxpr.constvars) == 2  # big and unused
+    new, used_consts, used_inputs = pe.dce_jaxpr_consts(jaxpr, [True, False])
+    assert used_consts == [True, False] and used_inputs == [True, False]
+    assert len(new.constvars) == 1 and len(new.invars) == 1 and len(new.outvars) == 1
