@@ -206,3 +206,22 @@ def test_dce_jaxpr_consts_prunes_constants_too() -> None:
     new, used_consts, used_inputs = pe.dce_jaxpr_consts(jaxpr, [True, False])
     assert used_consts == [True, False] and used_inputs == [True, False]
     assert len(new.constvars) == 1 and len(new.invars) == 1 and len(new.outvars) == 1
+
+
+def test_unsafe_trace_state_queries() -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    def probe(x: Any) -> Any:
+        seen.append((ext_core.unsafe_am_i_under_a_jit_DO_NOT_USE(),
+                     ext_core.unsafe_am_i_under_a_vmap_DO_NOT_USE(),
+                     ext_core.unsafe_get_axis_names_DO_NOT_USE(),
+                     ext_core.nonempty_axis_env_DO_NOT_USE()))
+        return x
+
+    probe(1.0)
+    lx.jit(probe)(1.0)
+    lx.vmap(probe, axis_name="i")(jnp.ones(2))
+    lx.grad(probe)(1.0)
+    # JAX 0.10.2's answers
+    assert seen == [(False, False, [], False), (True, False, [], False),
+                    (False, True, ["i"], True), (False, False, [], False)]
