@@ -133,3 +133,95 @@ def test_a_callback_failing_in_a_program_is_a_jaxlib_runtime_error() -> None:
     with pytest.raises(_jax.JaxRuntimeError, match="KeyError: 'boom'") as info:
         lx.block_until_ready(run(1.0))
     assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_integer_inputs_are_unperturbed_under_vjp_and_jvp() -> None:
+    """An integer input's float0 tangent is a symbolic zero (JAX's jvp and
+    linearize make it one): custom_vjp's forward rule sees it unperturbed."""
+    seen: list[tuple[bool, bool]] = []
+
+    @lx.custom_vjp
+    def scale(n: Any, x: Any) -> Any:
+        return x * n
+
+    def fwd(n: Any, x: Any) -> Any:
+        seen.append((n.perturbed, x.perturbed))
+        return scale(n.value, x.value), n.value
+
+    def bwd(n: Any, g: Any) -> Any:
+        return None, g * n
+
+    scale.defvjp(fwd, bwd, symbolic_zeros=True)
+    grad = lx.jit(lambda n, x: lx.vjp(scale, n, x)[1](1.0))(3, 2.0)
+    assert float(grad[1]) == 3.0 and seen == [(False, True)]
+    float0_tangent = np.zeros((), lx.dtypes.float0)
+    _, t = lx.jvp(lambda n, x: x * n, (3, 2.0), (float0_tangent, 1.0))
+    assert float(t) == 3.0
+
+
+def test_core_max_dim_and_min_dim() -> None:
+    import lamina.core as lcore
+
+    assert lcore.max_dim(np.int64(2), 3) == 3 and lcore.min_dim(2, 3) == 2
+    with pytest.raises(TypeError, match="max_dim argument d2"):
+        lcore.max_dim(2, "a")
+    with pytest.raises(TypeError, match="min_dim argument d1"):
+        lcore.min_dim(2.5, 3)
+
+
+def test_def_effectful_abstract_eval_puts_its_effects_on_the_equation() -> None:
+    """JAX's ``def_effectful_abstract_eval``: the rule returns avals and effects;
+    the effects are the staged equation's and the jaxpr's, and depend on the
+    operand types as the rule says."""
+    from lamina_tracing_core.effects import Effect
+
+    class BigOperand(Effect):
+        def __repr__(self) -> str:
+            return "BigOperand"
+
+    big = BigOperand()
+    tag_p = ext_core.Primitive("tag_big_operands")
+    tag_p.def_impl(lambda x: x)
+
+    @tag_p.def_effectful_abstract_eval
+    def _abstract(x: ShapedArray) -> Any:
+        return ShapedArray(x.shape, x.dtype), ({big} if x.size > 2 else set())
+
+    small = lx.make_jaxpr(tag_p.bind)(jnp.ones(2))
+    large = lx.make_jaxpr(tag_p.bind)(jnp.ones(3))
+    assert small.eqns[0].effects == frozenset() and small.effects == frozenset()
+    assert large.eqns[0].effects == {big} and big in large.effects
+    assert tag_p.abstract_eval(ShapedArray((4,), np.dtype(np.float32)))[1] == {big}
+    np.testing.assert_allclose(tag_p.bind(np.arange(3.0)), np.arange(3.0))
+
+
+def test_dce_jaxpr_consts_prunes_constants_too() -> None:
+    from lamina.interpreters import partial_eval as pe
+
+    big, unused = np.arange(3.0), np.ones(2)
+    closed = lx.make_jaxpr(lambda x, y: (x * jnp.asarray(big), jnp.sum(jnp.asarray(unused)) + y))(
+        jnp.ones(3), 1.0)
+    jaxpr = closed.jaxpr
+    assert len(jaxpr.constvars) == 2  # big and unused
+    new, used_consts, used_inputs = pe.dce_jaxpr_consts(jaxpr, [True, False])
+    assert used_consts == [True, False] and used_inputs == [True, False]
+    assert len(new.constvars) == 1 and len(new.invars) == 1 and len(new.outvars) == 1
+
+
+def test_unsafe_trace_state_queries() -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    def probe(x: Any) -> Any:
+        seen.append((ext_core.unsafe_am_i_under_a_jit_DO_NOT_USE(),
+                     ext_core.unsafe_am_i_under_a_vmap_DO_NOT_USE(),
+                     ext_core.unsafe_get_axis_names_DO_NOT_USE(),
+                     ext_core.nonempty_axis_env_DO_NOT_USE()))
+        return x
+
+    probe(1.0)
+    lx.jit(probe)(1.0)
+    lx.vmap(probe, axis_name="i")(jnp.ones(2))
+    lx.grad(probe)(1.0)
+    # JAX 0.10.2's answers
+    assert seen == [(False, False, [], False), (True, False, [], False),
+                    (False, True, ["i"], True), (False, False, [], False)]

@@ -4,6 +4,7 @@ a staged equation (as jit does), and the errors for malformed rules."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -364,3 +365,16 @@ def test_custom_vjp_symbolic_zeros(wrap: Any) -> None:
     g = tc.grad(wrap(lambda x: f(x, f32(3.0))[0]))(f32(2.0))
     assert float(g) == 3.0
     assert seen == [(True, False), True]
+
+
+def test_nondiff_python_values_stay_python_values() -> None:
+    """Only tracers among nondiff arguments get their gradient stopped (as in
+    JAX): a custom_jvp function of static Python values returns what Python
+    computes, not an array."""
+    @functools.partial(custom_jvp, nondiff_argnums=(0,))
+    def bump(static: Any, dynamic: Any) -> Any:
+        return static + 1
+
+    bump.defjvp(lambda s, p, t: (bump(s, *p), t[0]))
+    out = bump(1, ())
+    assert type(out) is int and out == 2

@@ -15,6 +15,7 @@ alias installed.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from lamina_tracing_core.api import eval_jaxpr as eval_jaxpr
@@ -52,9 +53,30 @@ Value = Any
 #: The parameters of an equation (``JaxprEqn.params``).
 ParamDict = dict[str, Any]
 
+
+
+def _dim(d: Any, where: str) -> int:
+    try:
+        return operator.index(d)
+    except TypeError:
+        raise TypeError(f"{where}: {type(d).__name__!r} object cannot be interpreted as an "
+                        "integer dimension") from None
+
+
+def max_dim(d1: Any, d2: Any) -> int:
+    """``max(d1, d2)`` of two dimension sizes (JAX's ``core.max_dim``; lamina's
+    shapes are constant, so sizes are integers and anything else is a TypeError)."""
+    return max(_dim(d1, "core.max_dim argument d1"), _dim(d2, "core.max_dim argument d2"))
+
+
+def min_dim(d1: Any, d2: Any) -> int:
+    """``min(d1, d2)`` of two dimension sizes (JAX's ``core.min_dim``)."""
+    return min(_dim(d1, "core.min_dim argument d1"), _dim(d2, "core.min_dim argument d2"))
+
+
 __all__ = [
     "AbstractValue", "Atom", "ClosedJaxpr", "DropVar", "Jaxpr", "JaxprEqn", "Literal",
     "ParamDict", "Primitive", "ShapedArray", "Trace", "Tracer", "Value", "Var",
     "concrete_or_error", "ensure_compile_time_eval", "eval_context", "eval_jaxpr", "find_top_trace", "get_aval", "jaxpr_as_fun",
-    "mapped_aval", "unmapped_aval", "valid_jaxtype",
+    "mapped_aval", "max_dim", "min_dim", "unmapped_aval", "valid_jaxtype",
 ]

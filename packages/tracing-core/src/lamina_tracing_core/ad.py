@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lamina_tracing_core import core
+from lamina_tracing_core import core, dtypes
 from lamina_tracing_core import names as _names
 from lamina_tracing_core import source_info as _si
 from lamina_tracing_core import partial_eval as pe
@@ -373,11 +373,17 @@ def jvp(fun: WrappedFun, primals: Sequence[Any], tangents: Sequence[Any], *,
     ``tangents`` entries may be symbolic ``Zero``s; output tangents are
     instantiated where ``instantiate`` says (else they may be ``Zero``).
     """
-    nonzeros = tuple(type(t) is not Zero for t in tangents)
-    nz_tangents = [t for t in tangents if type(t) is not Zero]
+    nonzeros = tuple(type(t) is not Zero and not _is_float0(t) for t in tangents)
+    nz_tangents = [t for t, nz in zip(tangents, nonzeros) if nz]
     fun_jvp, out_nz_thunk = jvp_fun(fun, nonzeros, instantiate)
     outs = fun_jvp.call_wrapped(*primals, *nz_tangents)
     return split_jvp_outputs(outs, out_nz_thunk())
+
+
+def _is_float0(t: Any) -> bool:
+    """Whether ``t`` is a float0 tangent (an integer input's), which JAX's
+    jvp and linearize take as a symbolic zero."""
+    return type(t) is not Zero and get_aval(t).dtype == dtypes.float0
 
 
 def split_jvp_outputs(outs: Sequence[Any], out_nz: Sequence[bool]
@@ -464,7 +470,10 @@ def _jvp_for_linearize(inner: Callable[..., Any], store: Any, has_aux: bool,
         trace = main.trace
         assert isinstance(trace, JVPTrace)
         deps = _argument_deps(main, n)
-        in_tracers = [JVPTracer(trace, p, t, d) for p, t, d in zip(primals, tangents, deps)]
+        # an integer input's float0 tangent is a symbolic zero, as in JAX: the
+        # input is not perturbed (custom_vjp's ``perturbed`` flags say so)
+        in_tracers = [p if _is_float0(t) else JVPTracer(trace, p, t, d)
+                      for p, t, d in zip(primals, tangents, deps)]
         result = inner(*in_tracers)
         if has_aux:
             outs, aux = result

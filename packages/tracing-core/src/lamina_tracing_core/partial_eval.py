@@ -77,6 +77,7 @@ from lamina_tracing_core.primitives import (
     Primitive,
     abstract_eval_rules,
     effect_rules,
+    effectful_abstract_eval_rules,
 )
 from lamina_linear_util.debug_info import MadeBy, TracingDebugInfo, fit_names
 from lamina_linear_util.linear_util import WrappedFun, wrap_init, transformation_with_aux
@@ -310,7 +311,11 @@ class DynamicJaxprTrace(Trace):
         if abstract is None:
             raise MissingRuleError(f"primitive {primitive.name} has no abstract evaluation "
                                    f"rule, so it cannot be staged into a jaxpr")
-        if primitive in _cacheable_abstract_evals:
+        effectful = effectful_abstract_eval_rules.get(primitive)
+        if effectful is not None:
+            out, effects = effectful(*[t._aval for t in tracers], **params)
+            effects = frozenset(effects)
+        elif primitive in _cacheable_abstract_evals:
             out = core.abstract_eval_cached(primitive, tuple([t._aval for t in tracers]),
                                             params)
         else:
@@ -320,8 +325,9 @@ class DynamicJaxprTrace(Trace):
         if _vma._checking[0]:
             out = _vma.result_avals(primitive, [t._aval for t in tracers], out, params)
         frame = self.frame
-        effects = (core.eqn_effects(primitive, params)
-                   if primitive.higher_order or primitive in effect_rules else no_effects)
+        if effectful is None:
+            effects = (core.eqn_effects(primitive, params)
+                       if primitive.higher_order or primitive in effect_rules else no_effects)
         source_info = _si.current_source_info()
         invars = [t._atom for t in tracers]
         if primitive.multiple_results:

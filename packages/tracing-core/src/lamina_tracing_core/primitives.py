@@ -34,6 +34,8 @@ The lowering layer keeps its own table (``lowering_rules``) in the same style.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -81,6 +83,10 @@ class Primitive:
     def abstract_eval(self, *avals: ShapedArray, **params: Any) -> tuple[Any, Effects]:
         """``(out_aval(s), effects)`` of the primitive applied to ``avals``:
         its abstract-evaluation rule's result and its effects rule's."""
+        effectful = effectful_abstract_eval_rules.get(self)
+        if effectful is not None:
+            out, effs = effectful(*avals, **params)
+            return out, frozenset(effs)
         rule = abstract_eval_rules.get(self)
         if rule is None:
             raise MissingRuleError(f"primitive {self.name} has no abstract evaluation rule")
@@ -95,6 +101,17 @@ class Primitive:
 
     def def_abstract_eval(self, rule: Rule) -> Rule:
         abstract_eval_rules[self] = rule
+        effectful_abstract_eval_rules.pop(self, None)
+        return rule
+
+    def def_effectful_abstract_eval(self, rule: Callable[..., tuple[Any, Any]]
+                                    ) -> Callable[..., tuple[Any, Any]]:
+        """JAX's form of the rule: ``rule(*avals, **params) -> (out_aval(s),
+        effects)``, for a primitive whose effects depend on its operands' types.
+        Its avals are the abstract-evaluation rule's; its effects are each
+        staged equation's (``JaxprEqn.effects``, and so the jaxpr's)."""
+        effectful_abstract_eval_rules[self] = rule
+        abstract_eval_rules[self] = functools.partial(_avals_of_effectful, rule)
         return rule
 
     def def_effects(self, rule: Callable[..., Effects]) -> Callable[..., Effects]:
@@ -120,6 +137,13 @@ class MissingRuleError(LookupError):
 
 impl_rules: dict[Primitive, Rule] = {}
 abstract_eval_rules: dict[Primitive, Rule] = {}
+#: ``rule(*avals, **params) -> (out_aval(s), effects)`` (``def_effectful_abstract_eval``)
+effectful_abstract_eval_rules: dict[Primitive, Callable[..., tuple[Any, Any]]] = {}
+
+
+def _avals_of_effectful(rule: Callable[..., tuple[Any, Any]], *avals: Any, **params: Any) -> Any:
+    return rule(*avals, **params)[0]
+
 effect_rules: dict[Primitive, Callable[..., Effects]] = {}
 jvp_rules: dict[Primitive, Rule] = {}
 transpose_rules: dict[Primitive, Rule] = {}

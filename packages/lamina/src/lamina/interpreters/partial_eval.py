@@ -43,7 +43,7 @@ from lamina_tracing_core.partial_eval import trace_to_jaxpr_nounits as trace_to_
 __all__ = [
     "DynamicJaxprTrace", "DynamicJaxprTracer", "JaxprTrace", "JaxprTracer", "PartialVal",
     "close_jaxpr", "convert_constvars_jaxpr", "custom_partial_eval_rules", "dce_closed_jaxpr",
-    "dce_jaxpr", "dce_rules", "partial_eval_jaxpr_custom_rules", "partial_eval_jaxpr_nounits",
+    "dce_jaxpr", "dce_jaxpr_consts", "dce_rules", "partial_eval_jaxpr_custom_rules", "partial_eval_jaxpr_nounits",
     "trace_to_jaxpr_dynamic", "trace_to_jaxpr_nounits",
 ]
 
@@ -90,4 +90,22 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: bool | Sequence[bool],
     if isinstance(used_outputs, bool):
         used_outputs = [used_outputs] * len(jaxpr.outvars)
     return _pe.dce_jaxpr(jaxpr, used_outputs, instantiate)
+
+
+def dce_jaxpr_consts(jaxpr: Jaxpr, used_outputs: bool | Sequence[bool],
+                     instantiate: bool | Sequence[bool] = False
+                     ) -> tuple[Jaxpr, list[bool], list[bool]]:
+    """``(new_jaxpr, used_consts, used_inputs)``: :func:`dce_jaxpr` that also
+    drops the constvars nothing uses (JAX's). A sequence ``instantiate`` has
+    one flag per constvar, then one per input."""
+    n_consts = len(jaxpr.constvars)
+    pruned, used = dce_jaxpr(convert_constvars_jaxpr(jaxpr), used_outputs, instantiate)
+    used_consts, used_inputs = used[:n_consts], used[n_consts:]
+    k = sum(used_consts)
+    dbg = pruned.debug_info
+    if dbg is not None and k:
+        dbg = dbg.replace(arg_names=tuple(dbg.arg_names)[k:])
+    new = Jaxpr(pruned.invars[:k], pruned.invars[k:], pruned.outvars, pruned.eqns,
+                pruned.effects, dbg)
+    return new, used_consts, used_inputs
 

@@ -22,6 +22,7 @@ from typing import Any
 from lamina_linear_util.debug_info import TracingDebugInfo as DebugInfo
 from lamina_tracing_core import core as _core
 from lamina_tracing_core.avals import aval_handlers
+from lamina_tracing_core.batching import BatchTrace
 from lamina_tracing_core.core import check_jaxpr as check_jaxpr
 from lamina_tracing_core.core import concrete_or_error as concrete_or_error
 from lamina_tracing_core.core import find_top_trace as find_top_trace
@@ -42,6 +43,7 @@ from lamina_tracing_core.jaxpr import JaxprEqn as JaxprEqn
 from lamina_tracing_core.jaxpr import Literal as Literal
 from lamina_tracing_core.jaxpr import Var as Var
 from lamina_tracing_core.jaxpr import subjaxprs_of_params
+from lamina_tracing_core.partial_eval import DynamicJaxprTrace
 from lamina_tracing_core.primitives import Primitive as Primitive
 
 __all__ = [
@@ -49,7 +51,9 @@ __all__ = [
     "JaxprTypeError", "Literal", "OpaqueTraceState", "Primitive", "Var", "array_types",
     "check_jaxpr", "concrete_or_error", "find_top_trace", "get_opaque_trace_state",
     "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval", "new_jaxpr_eqn", "no_effects",
-    "primal_dtype_to_tangent_dtype", "subjaxprs", "unmapped_aval", "valid_jaxtype",
+    "nonempty_axis_env_DO_NOT_USE", "primal_dtype_to_tangent_dtype", "subjaxprs",
+    "unmapped_aval", "unsafe_am_i_under_a_jit_DO_NOT_USE", "unsafe_am_i_under_a_vmap_DO_NOT_USE",
+    "unsafe_get_axis_names_DO_NOT_USE", "valid_jaxtype",
 ]
 
 
@@ -108,3 +112,30 @@ def get_opaque_trace_state(convention: str | None = None) -> OpaqueTraceState:
     the caller's use, as in JAX; it does not change the result)."""
     del convention
     return OpaqueTraceState(_core.trace_stack()[-1])
+
+
+def _tracing_under(trace_type: type[Any]) -> bool:
+    mains = [*_core.trace_stack(), _core._state.dynamic]
+    return any(issubclass(m.trace_type, trace_type) for m in mains)
+
+
+def unsafe_am_i_under_a_jit_DO_NOT_USE() -> bool:
+    """Whether the code runs while a function is being staged into a jaxpr
+    (``jit``, ``make_jaxpr``, a loop body...), as JAX's."""
+    return _tracing_under(DynamicJaxprTrace)
+
+
+def unsafe_am_i_under_a_vmap_DO_NOT_USE() -> bool:
+    """Whether the code runs under ``vmap`` (a batching trace is active)."""
+    return _tracing_under(BatchTrace)
+
+
+def unsafe_get_axis_names_DO_NOT_USE() -> list[Any]:
+    """The named axes bound here (``vmap``/``pmap`` ``axis_name``s), outermost first."""
+    return list(_core.bound_axis_names())
+
+
+def nonempty_axis_env_DO_NOT_USE() -> bool:
+    """Whether any named axis is bound here."""
+    return bool(_core.bound_axis_names())
+
