@@ -71,7 +71,10 @@ def test_three_steps_match_jax(name: str) -> None:
     state = opt_init(params)
     for i in range(3):
         state = opt_update(i, lamina.grad(loss)(get_params(state)), state)
-    assert float(loss(get_params(state))) == JAX_LOSS3[name]
+    # XLA's CPU code generation depends on the host CPU, so JAX's own last bit
+    # after three steps differs between machines (seen: 0.9344668388 and
+    # 0.9344668984 for adam); one float32 ulp is allowed.
+    np.testing.assert_allclose(float(loss(get_params(state))), JAX_LOSS3[name], rtol=2e-7)
 
 
 def test_optimizer_state_passes_through_jit() -> None:
