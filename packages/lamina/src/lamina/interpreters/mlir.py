@@ -12,20 +12,28 @@ every platform or overrides it for one (``'cpu'``, ``'cuda'``, ``'rocm'``,
 ``'tpu'``, ``'gpu'`` = cuda and rocm); ``lower_fun(fun, multiple_results)``
 makes a rule from a function written with lax/numpy operations.
 
+``jaxpr_subcomp(ctx.module_context, jaxpr, ctx.name_stack, TokenSet(), consts,
+*args)`` inlines a jaxpr inside a rule (JAX's form: it returns the outputs and
+the tokens); ``core_call_lowering`` is the rule of a call primitive whose
+``call_jaxpr`` param holds its body (a private function called by name).
+
 ``ir`` is jaxlib's MLIR Python bindings module; the dialects are under
 ``jaxlib.mlir.dialects`` (``stablehlo``, ``func``, ``chlo``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from jaxlib.mlir import ir as ir
+from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_mlir_lowering import types as _types
 from lamina_mlir_lowering.axis_context import AxisContext as AxisContext
 from lamina_mlir_lowering.context import make_context as make_ir_context
 from lamina_mlir_lowering.lax_rules.callbacks import emit_python_callback as emit_python_callback
+from lamina_mlir_lowering import lowering as _lowering
 from lamina_mlir_lowering.lowering import LoweringResult as LoweringResult
 from lamina_mlir_lowering.lowering import lower_fun as lower_fun
 from lamina_mlir_lowering.rules import LoweringRule as LoweringRule
@@ -43,14 +51,18 @@ from lamina_mlir_lowering.types import dtype_to_ir_type as dtype_to_ir_type
 from lamina_mlir_lowering.types import i64_attr as i64_attr
 from lamina_mlir_lowering.types import ir_constant as _ir_constant
 from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.effects import Effect, is_ordered
+from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 from lamina_tracing_core.primitives import Primitive
 
 __all__ = [
     "AxisContext", "LoweringResult", "LoweringRule", "LoweringRuleContext", "ModuleContext",
-    "Value", "aval_to_ir_type", "aval_to_ir_types", "dense_int_array", "dense_int_elements",
-    "dtype_to_ir_type", "emit_python_callback", "flatten_ir_values", "i32_attr", "i64_attr", "ir", "ir_constant",
-    "ir_constants", "lower_fun", "lowering_rules", "make_ir_context", "module_to_bytecode",
-    "module_to_string", "platform_lowering_rules", "register_lowering",
+    "TokenSet", "Value", "aval_to_ir_type", "aval_to_ir_types", "core_call_lowering",
+    "dense_int_array", "dense_int_elements", "dtype_to_ir_type", "emit_python_callback",
+    "flatten_ir_types", "flatten_ir_values", "i32_attr", "i64_attr", "ir", "ir_attribute",
+    "ir_constant", "ir_constants", "jaxpr_subcomp", "lower_fun", "lowering_rules",
+    "make_ir_context", "module_to_bytecode", "module_to_string", "platform_lowering_rules",
+    "register_lowering", "shape_tensor", "token_type", "unflatten_ir_values_like_types",
 ]
 
 
@@ -120,3 +132,145 @@ def module_to_string(module: ir.Module, enable_debug_info: bool | None = None) -
     return module_to_text(module, debug_info=bool(enable_debug_info))
 
 
+
+
+def token_type() -> ir.Type:
+    """The MLIR type of an ordered-effects token (``!stablehlo.token``)."""
+    return hlo.TokenType.get()
+
+
+def flatten_ir_types(xs: Iterable[ir.Type | Sequence[ir.Type]]) -> list[ir.Type]:
+    """One list of types from types and sequences of types."""
+    out: list[ir.Type] = []
+    for x in xs:
+        if isinstance(x, ir.Type):
+            out.append(x)
+        else:
+            out.extend(x)
+    return out
+
+
+def unflatten_ir_values_like_types(xs: Iterable[Value],
+                                   ys: Sequence[ir.Type | Sequence[ir.Type]]
+                                   ) -> list[Value | list[Value]]:
+    """Groups the flat values ``xs`` as the types ``ys`` are grouped: a value
+    where ``ys`` has a type, a list where it has a sequence of types."""
+    it = iter(xs)
+    out: list[Value | list[Value]] = []
+    for y in ys:
+        out.append(next(it) if isinstance(y, ir.Type) else [next(it) for _ in y])
+    rest = list(it)
+    if rest:
+        raise ValueError(f"unflatten_ir_values_like_types: {len(rest)} values left over "
+                         f"after grouping like {len(ys)} types")
+    return out
+
+
+def ir_attribute(val: Any) -> ir.Attribute:
+    """The MLIR attribute of a Python value: an attribute itself, a bool,
+    int (i64), float (f64), str, numpy scalar (of its type), numpy array
+    (dense elements), or a list/tuple of those (an array attribute)."""
+    if isinstance(val, ir.Attribute):
+        return val
+    if isinstance(val, (bool, np.bool_)):
+        return ir.BoolAttr.get(bool(val))
+    if isinstance(val, int):
+        return i64_attr(val)
+    if isinstance(val, float):
+        return ir.FloatAttr.get(ir.F64Type.get(), val)
+    if isinstance(val, str):
+        return ir.StringAttr.get(val)
+    if isinstance(val, np.integer):
+        return ir.IntegerAttr.get(dtype_to_ir_type(val.dtype), int(val))
+    if isinstance(val, np.floating):
+        return ir.FloatAttr.get(dtype_to_ir_type(val.dtype), float(val))
+    if isinstance(val, np.ndarray):
+        return _types.dense_elements_attr(val)
+    if isinstance(val, (list, tuple)):
+        return ir.ArrayAttr.get([ir_attribute(v) for v in val])
+    raise TypeError(f"ir_attribute: no MLIR attribute for a value of type {type(val).__name__}")
+
+
+def shape_tensor(ctx: ModuleContext, sizes: Sequence[int | Value]) -> Value:
+    """A 1-D ``int32`` tensor of ``sizes`` (ints, or scalar integer values
+    computed in the module), as dynamic-shape ops take."""
+    del ctx
+    i32 = ir.IntegerType.get_signless(32)
+    one = ir.RankedTensorType.get([1], i32)
+    parts: list[Value] = []
+    for d in sizes:
+        if isinstance(d, int):
+            parts.append(_ir_constant(np.array([d], np.int32)))
+            continue
+        scalar = d
+        if ir.RankedTensorType(d.type).element_type != i32:
+            scalar = hlo.convert(ir.RankedTensorType.get([], i32), d)
+        parts.append(hlo.reshape(one, scalar))
+    if not parts:
+        return _ir_constant(np.array([], np.int32))
+    return parts[0] if len(parts) == 1 else hlo.concatenate(parts, i64_attr(0))
+
+
+class TokenSet(Mapping[Effect, Value]):
+    """The ordered-effects tokens a lowered computation threads, by effect.
+
+    lamina threads one token for all ordered effects through the module
+    context; a ``TokenSet`` is how :func:`jaxpr_subcomp` (JAX's form) takes
+    and returns it."""
+
+    def __init__(self, tokens: Mapping[Effect, Value] | None = None):
+        self._tokens = dict(tokens or {})
+
+    def __getitem__(self, effect: Effect) -> Value:
+        return self._tokens[effect]
+
+    def __iter__(self) -> Iterator[Effect]:
+        return iter(self._tokens)
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def effects(self) -> set[Effect]:
+        return set(self._tokens)
+
+    def subset(self, effects: Iterable[Effect]) -> TokenSet:
+        return TokenSet({e: self._tokens[e] for e in effects})
+
+    def update_tokens(self, tokens: TokenSet) -> TokenSet:
+        return TokenSet({**self._tokens, **tokens._tokens})
+
+
+def jaxpr_subcomp(ctx: ModuleContext, jaxpr: Jaxpr, name_stack: Any, tokens: TokenSet,
+                  consts_for_constvars: Sequence[Value], *args: Value,
+                  dim_var_values: Sequence[Value] = (), const_lowering: Any = None,
+                  outer_traceback: Any = None) -> tuple[list[Value], TokenSet]:
+    """Lowers ``jaxpr``'s equations at the current insertion point, with
+    ``consts_for_constvars``/``args`` as its constvars/invars, and returns
+    ``(outputs, tokens)``. ``name_stack`` (a ``NameStack`` or a string, as a
+    rule's ``ctx.name_stack``) prefixes the ops' names. A jaxpr with ordered
+    effects starts from a token in ``tokens`` (else the module's current one)
+    and the returned set maps its ordered effects to the token it leaves."""
+    del const_lowering, outer_traceback
+    if len(dim_var_values):
+        raise ValueError("jaxpr_subcomp: dim_var_values given, but lamina lowers only "
+                         "static shapes")
+    ordered = [e for e in jaxpr.effects if is_ordered(e)]
+    given = [tokens[e] for e in ordered if e in tokens]
+    if given:
+        ctx.token = given[0]
+    outs = _lowering.jaxpr_subcomp(
+        ctx, jaxpr, list(consts_for_constvars), list(args), name_stack=str(name_stack or ""),
+        platforms=ctx.platforms, platform_index=None, axis_context=ctx.axis_context)
+    if not ordered:
+        return outs, tokens
+    token = ctx.take_token()
+    return outs, tokens.update_tokens(TokenSet({e: token for e in ordered}))
+
+
+def core_call_lowering(ctx: LoweringRuleContext, *args: Value, name: str,
+                       backend: str | None = None,
+                       call_jaxpr: ClosedJaxpr | Jaxpr) -> list[Value]:
+    """The lowering of a call primitive (params ``name`` and ``call_jaxpr``):
+    its body becomes a private function ``name``, called here."""
+    del backend
+    return _lowering.call_jaxpr(ctx, call_jaxpr, args, name=name)

@@ -11,6 +11,11 @@ evaluation and dead-code elimination (JAX's ``jax.interpreters.partial_eval``).
 - ``dce_rules[prim] = rule(used_outputs, eqn) -> (used_inputs, new_eqn or
   None)`` prunes a primitive's equation; without a rule an equation is kept
   whole when any output is used or it has side effects.
+- ``dce_jaxpr_call_rule`` / ``dce_jaxpr_closed_call_rule`` are ready-made
+  ``dce_rules`` for a call-like primitive whose ``call_jaxpr`` param holds
+  its body (an open ``Jaxpr`` / a ``ClosedJaxpr``): the body is pruned to the
+  used outputs and the equation keeps only the inputs the body still reads.
+- ``Val`` is the type of a value a jaxpr computes on (any array-like).
 - ``custom_partial_eval_rules[prim] = rule(trace, *tracers, **params)`` and
   ``partial_eval_jaxpr_custom_rules`` customize how a primitive is split
   between known and unknown parts (higher-order primitives use them).
@@ -19,11 +24,14 @@ evaluation and dead-code elimination (JAX's ``jax.interpreters.partial_eval``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 from lamina_linear_util.linear_util import WrappedFun
 from lamina_tracing_core import partial_eval as _pe
 from lamina_tracing_core.avals import ShapedArray
-from lamina_tracing_core.jaxpr import Jaxpr
+from lamina_tracing_core.core import eqn_effects
+from lamina_tracing_core.effects import has_side_effects
+from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn
 from lamina_tracing_core.partial_eval import DynamicJaxprTrace as DynamicJaxprTrace
 from lamina_tracing_core.partial_eval import DynamicJaxprTracer as DynamicJaxprTracer
 from lamina_tracing_core.partial_eval import JaxprTrace as JaxprTrace
@@ -41,11 +49,14 @@ from lamina_tracing_core.partial_eval import partial_eval_jaxpr_nounits as parti
 from lamina_tracing_core.partial_eval import trace_to_jaxpr_nounits as trace_to_jaxpr_nounits
 
 __all__ = [
-    "DynamicJaxprTrace", "DynamicJaxprTracer", "JaxprTrace", "JaxprTracer", "PartialVal",
+    "DynamicJaxprTrace", "DynamicJaxprTracer", "JaxprTrace", "JaxprTracer", "PartialVal", "Val",
     "close_jaxpr", "convert_constvars_jaxpr", "custom_partial_eval_rules", "dce_closed_jaxpr",
-    "dce_jaxpr", "dce_jaxpr_consts", "dce_rules", "partial_eval_jaxpr_custom_rules", "partial_eval_jaxpr_nounits",
+    "dce_jaxpr", "dce_jaxpr_call_rule", "dce_jaxpr_closed_call_rule", "dce_jaxpr_consts", "dce_rules", "partial_eval_jaxpr_custom_rules", "partial_eval_jaxpr_nounits",
     "trace_to_jaxpr_dynamic", "trace_to_jaxpr_nounits",
 ]
+
+#: A value a jaxpr computes on: an array, a scalar or a tracer (JAX's ``Val``).
+Val: TypeAlias = Any
 
 
 def trace_to_jaxpr_dynamic(fun: WrappedFun, in_avals: Sequence[ShapedArray], *,
@@ -109,3 +120,39 @@ def dce_jaxpr_consts(jaxpr: Jaxpr, used_outputs: bool | Sequence[bool],
                 pruned.effects, dbg)
     return new, used_consts, used_inputs
 
+
+
+def dce_jaxpr_call_rule(used_outputs: list[bool], eqn: JaxprEqn
+                        ) -> tuple[list[bool], JaxprEqn | None]:
+    """The DCE rule of a call primitive whose ``call_jaxpr`` param is an open
+    ``Jaxpr``: ``(used_inputs, new_eqn)``, the equation dropped (None) when
+    no output is used and it has no side effects."""
+    return _dce_call(used_outputs, eqn, "dce_jaxpr_call_rule")
+
+
+def dce_jaxpr_closed_call_rule(used_outputs: list[bool], eqn: JaxprEqn
+                               ) -> tuple[list[bool], JaxprEqn | None]:
+    """:func:`dce_jaxpr_call_rule` for a ``call_jaxpr`` that is a ``ClosedJaxpr``
+    (its unused constants are pruned too)."""
+    return _dce_call(used_outputs, eqn, "dce_jaxpr_closed_call_rule")
+
+
+def _dce_call(used_outputs: list[bool], eqn: JaxprEqn, name: str
+              ) -> tuple[list[bool], JaxprEqn | None]:
+    if not any(used_outputs) and not has_side_effects(eqn.effects):
+        return [False] * len(eqn.invars), None
+    body = eqn.params.get("call_jaxpr")
+    new_body: Jaxpr | ClosedJaxpr
+    if isinstance(body, ClosedJaxpr):
+        new_body, used_inputs = _pe.dce_closed_jaxpr(body, used_outputs)
+    elif isinstance(body, Jaxpr):
+        new_body, used_inputs = _pe.dce_jaxpr(body, used_outputs)
+    else:
+        raise TypeError(f"{name}: equation {eqn.primitive.name} has no call_jaxpr param "
+                        f"holding a jaxpr (got {type(body).__name__})")
+    params = dict(eqn.params, call_jaxpr=new_body)
+    new_eqn = eqn.replace(
+        invars=[v for v, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=params, effects=eqn_effects(eqn.primitive, params))
+    return used_inputs, new_eqn

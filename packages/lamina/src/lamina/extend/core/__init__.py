@@ -11,6 +11,8 @@ traced, the function's name and line, its argument names and result paths).
 ``get_opaque_trace_state(convention)`` identifies the innermost active
 transformation: two calls compare equal exactly when the same transformations
 are active (flax records it to refuse a module used across transformations).
+``gensym()`` gives the variable constructor (``gensym()(aval)`` is a fresh
+``Var``); ``primitives`` is the module of lamina's built-in primitives.
 ``array_types`` is the live set of Python types lamina treats as arrays.
 """
 
@@ -46,12 +48,14 @@ from lamina_tracing_core.jaxpr import subjaxprs_of_params
 from lamina_tracing_core.partial_eval import DynamicJaxprTrace
 from lamina_tracing_core.primitives import Primitive as Primitive
 
+from lamina.extend.core import primitives as primitives
+
 __all__ = [
     "ClosedJaxpr", "DebugInfo", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn",
     "JaxprTypeError", "Literal", "OpaqueTraceState", "Primitive", "Var", "array_types",
-    "check_jaxpr", "concrete_or_error", "find_top_trace", "get_opaque_trace_state",
+    "check_jaxpr", "concrete_or_error", "find_top_trace", "gensym", "get_opaque_trace_state",
     "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval", "new_jaxpr_eqn", "no_effects",
-    "nonempty_axis_env_DO_NOT_USE", "primal_dtype_to_tangent_dtype", "subjaxprs",
+    "nonempty_axis_env_DO_NOT_USE", "primal_dtype_to_tangent_dtype", "primitives", "subjaxprs",
     "unmapped_aval", "unsafe_am_i_under_a_jit_DO_NOT_USE", "unsafe_am_i_under_a_vmap_DO_NOT_USE",
     "unsafe_get_axis_names_DO_NOT_USE", "valid_jaxtype",
 ]
@@ -75,6 +79,11 @@ class _ArrayTypes(Set[type]):
 
 
 array_types: Set[type] = _ArrayTypes()
+
+
+def gensym() -> type[Var]:
+    """The constructor of fresh jaxpr variables: ``gensym()(aval)`` (JAX's form)."""
+    return Var
 
 
 def jaxprs_in_params(params: dict[str, Any]) -> Iterator[Jaxpr]:
@@ -138,4 +147,5 @@ def unsafe_get_axis_names_DO_NOT_USE() -> list[Any]:
 def nonempty_axis_env_DO_NOT_USE() -> bool:
     """Whether any named axis is bound here."""
     return bool(_core.bound_axis_names())
+
 

@@ -5,12 +5,16 @@ Each name is the ``Primitive`` object its rules are registered on, so a rule
 table read through it (``ad.primitive_jvps[add_p]``) is lamina's own. JAX's
 ``jit_p`` is the primitive ``jit`` stages (its params: ``jaxpr``, ``name``,
 shardings, ...). The primitives of JAX's mutable references, tokens, random
-key arrays and a few kernels lamina does not have (``approx_top_k``,
-``schur``, ``hessenberg``, the tridiagonal solvers) are not here.
+key arrays (``random_bits_p``, ``random_split_p``...: lamina's keys are
+arrays of raw key data, drawn with ``threefry2x32_p``/``rng_bit_generator_p``)
+and a few kernels lamina does not have (``approx_top_k``, ``reduce`` with a
+user reducer, ``select_and_scatter`` with a user selector) are not here.
+``random_gamma_p`` takes raw key data, as lamina's keys are.
 """
 
 from __future__ import annotations
 
+from lamina.random import random_gamma_p as random_gamma_p
 from lamina_interpreters_pxla.device_put import device_put_p as device_put_p
 from lamina_sharded_jit.sharding_constraint import sharding_constraint_p as sharding_constraint_p
 from lamina_sharded_jit.primitive import pjit_p as jit_p
@@ -20,6 +24,7 @@ from lamina_tracing_core.checkpoint import remat_p as remat_p
 from lamina_tracing_core.control_flow import cond_p as cond_p
 from lamina_tracing_core.control_flow import scan_p as scan_p
 from lamina_tracing_core.control_flow import while_p as while_p
+from lamina_tracing_core.control_flow.solves import linear_solve_p as linear_solve_p
 from lamina_tracing_core.custom_derivatives import custom_jvp_call_p as custom_jvp_call_p
 from lamina_tracing_core.custom_derivatives import custom_vjp_call_p as custom_vjp_call_p
 from lamina_tracing_core.lax import abs_p as abs_p
@@ -154,11 +159,16 @@ from lamina_tracing_core.lax import zeta_p as zeta_p
 from lamina_tracing_core.lax.linalg import cholesky_p as cholesky_p
 from lamina_tracing_core.lax.linalg import eig_p as eig_p
 from lamina_tracing_core.lax.linalg import eigh_p as eigh_p
+from lamina_tracing_core.lax.linalg import hessenberg_p as hessenberg_p
 from lamina_tracing_core.lax.linalg import householder_product_p as householder_product_p
 from lamina_tracing_core.lax.linalg import lu_p as lu_p
 from lamina_tracing_core.lax.linalg import qr_p as qr_p
+from lamina_tracing_core.lax.linalg import schur_p as schur_p
 from lamina_tracing_core.lax.linalg import svd_p as svd_p
 from lamina_tracing_core.lax.linalg import triangular_solve_p as triangular_solve_p
+from lamina_tracing_core.lax.linalg import tridiagonal_p as tridiagonal_p
+from lamina_tracing_core.lax.linalg import tridiagonal_solve_p as tridiagonal_solve_p
+from lamina_tracing_core.lax.prng import rng_bit_generator_p as rng_bit_generator_p
 
 __all__ = [
     "abs_p", "acos_p", "acosh_p", "add_jaxvals_p", "add_p", "all_gather_p", "all_to_all_p",
@@ -168,21 +178,22 @@ __all__ = [
     "concatenate_p", "cond_p", "conj_p", "conv_general_dilated_p", "convert_element_type_p",
     "copy_p", "cos_p", "cosh_p", "cumlogsumexp_p", "cummax_p", "cummin_p", "cumprod_p",
     "cumsum_p", "custom_jvp_call_p", "custom_lin_p", "custom_vjp_call_p", "device_put_p",
-    "digamma_p", "div_p", "dot_general_p", "dynamic_slice_p", "dynamic_update_slice_p",
-    "eig_p", "eigh_p", "eq_p", "erf_inv_p", "erf_p", "erfc_p", "exp2_p", "exp_p", "expm1_p",
-    "fft_p", "floor_p", "gather_p", "ge_p", "gt_p", "householder_product_p", "igamma_grad_a_p",
-    "igamma_p", "igammac_p", "imag_p", "integer_pow_p", "iota_p", "is_finite_p", "jit_p",
-    "le_p", "lgamma_p", "log1p_p", "log_p", "logistic_p", "lt_p", "lu_p", "max_p", "min_p",
-    "mul_p", "ne_p", "neg_p", "nextafter_p", "not_p", "or_p", "pad_p", "pmax_p", "pmin_p",
-    "polygamma_p", "population_count_p", "pow_p", "ppermute_p", "psum_p", "qr_p", "real_p",
-    "reduce_and_p", "reduce_max_p", "reduce_min_p", "reduce_or_p", "reduce_precision_p",
-    "reduce_prod_p", "reduce_sum_p", "reduce_window_max_p", "reduce_window_min_p",
-    "reduce_window_p", "reduce_window_sum_p", "reduce_xor_p", "regularized_incomplete_beta_p",
-    "rem_p", "remat_p", "reshape_p", "rev_p", "round_p", "rsqrt_p", "scan_p", "scatter_add_p",
-    "scatter_max_p", "scatter_min_p", "scatter_mul_p", "scatter_p", "select_and_gather_add_p",
+    "digamma_p", "div_p", "dot_general_p", "dynamic_slice_p", "dynamic_update_slice_p", "eig_p",
+    "eigh_p", "eq_p", "erf_inv_p", "erf_p", "erfc_p", "exp2_p", "exp_p", "expm1_p", "fft_p",
+    "floor_p", "gather_p", "ge_p", "gt_p", "hessenberg_p", "householder_product_p",
+    "igamma_grad_a_p", "igamma_p", "igammac_p", "imag_p", "integer_pow_p", "iota_p",
+    "is_finite_p", "jit_p", "le_p", "lgamma_p", "linear_solve_p", "log1p_p", "log_p",
+    "logistic_p", "lt_p", "lu_p", "max_p", "min_p", "mul_p", "ne_p", "neg_p", "nextafter_p",
+    "not_p", "or_p", "pad_p", "pmax_p", "pmin_p", "polygamma_p", "population_count_p", "pow_p",
+    "ppermute_p", "psum_p", "qr_p", "random_gamma_p", "real_p", "reduce_and_p", "reduce_max_p",
+    "reduce_min_p", "reduce_or_p", "reduce_precision_p", "reduce_prod_p", "reduce_sum_p",
+    "reduce_window_max_p", "reduce_window_min_p", "reduce_window_p", "reduce_window_sum_p",
+    "reduce_xor_p", "regularized_incomplete_beta_p", "rem_p", "remat_p", "reshape_p", "rev_p",
+    "rng_bit_generator_p", "round_p", "rsqrt_p", "scan_p", "scatter_add_p", "scatter_max_p",
+    "scatter_min_p", "scatter_mul_p", "scatter_p", "schur_p", "select_and_gather_add_p",
     "select_and_scatter_add_p", "select_n_p", "sharding_constraint_p", "shift_left_p",
-    "shift_right_arithmetic_p", "shift_right_logical_p", "sign_p", "sin_p", "sinh_p",
-    "slice_p", "sort_p", "sqrt_p", "square_p", "squeeze_p", "stop_gradient_p", "sub_p",
-    "svd_p", "tan_p", "tanh_p", "threefry2x32_p", "top_k_p", "transpose_p",
-    "triangular_solve_p", "while_p", "xor_p", "zeta_p",
+    "shift_right_arithmetic_p", "shift_right_logical_p", "sign_p", "sin_p", "sinh_p", "slice_p",
+    "sort_p", "sqrt_p", "square_p", "squeeze_p", "stop_gradient_p", "sub_p", "svd_p", "tan_p",
+    "tanh_p", "threefry2x32_p", "top_k_p", "transpose_p", "triangular_solve_p", "tridiagonal_p",
+    "tridiagonal_solve_p", "while_p", "xor_p", "zeta_p",
 ]

@@ -1,0 +1,187 @@
+"""JAX's remaining extension names as a library uses them: a lowering rule
+that inlines a jaxpr with ``mlir.jaxpr_subcomp``, a user call primitive
+lowered by ``mlir.core_call_lowering`` and pruned by
+``partial_eval.dce_jaxpr_closed_call_rule``, the MLIR helpers, jaxlib's
+artifact converters under ``extend.mlir`` and the primitives
+``extend.core.primitives`` names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lamina as lx
+import lamina.lax as lax
+import lamina.numpy as jnp
+import numpy as np
+from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina.core import ShapedArray
+from lamina.extend import core as ext_core
+from lamina.extend import mlir as ext_mlir
+from lamina.extend.core import primitives as prims
+from lamina.interpreters import ad, mlir
+from lamina.interpreters import partial_eval as pe
+
+ir = mlir.ir
+
+
+def _softplus_p() -> ext_core.Primitive:
+    """A primitive whose lowering rule inlines the jaxpr of its reference
+    implementation with ``jaxpr_subcomp`` (JAX's form)."""
+    prim = ext_core.Primitive("softplus_subcomp")
+
+    def reference(x: Any) -> Any:
+        return jnp.logaddexp(x, 0.0)
+
+    prim.def_impl(reference)
+    prim.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+
+    def lowering(ctx: Any, x: Any) -> Any:
+        closed = lx.make_jaxpr(reference)(*ctx.avals_in)
+        consts = [mlir.ir_constant(c) for c in closed.consts]
+        outs, tokens = mlir.jaxpr_subcomp(ctx.module_context, closed.jaxpr, ctx.name_stack,
+                                          mlir.TokenSet(), consts, x)
+        assert len(tokens) == 0
+        return outs
+
+    mlir.register_lowering(prim, lowering)
+    ad.defjvp(prim, lambda g, x: g * lx.nn.sigmoid(x))
+    return prim
+
+
+def test_jaxpr_subcomp_in_a_lowering_rule_under_jit_and_grad() -> None:
+    softplus_p = _softplus_p()
+    x = np.array([-2.0, 0.0, 3.0], np.float32)
+    want = np.logaddexp(x, 0.0)
+    np.testing.assert_allclose(lx.jit(softplus_p.bind)(x), want, rtol=1e-6)
+    grad = lx.jit(lx.grad(lambda v: softplus_p.bind(v).sum()))(x)
+    np.testing.assert_allclose(grad, 1 / (1 + np.exp(-x)), rtol=1e-6)
+    text = lx.jit(softplus_p.bind).lower(x).as_text()
+    assert "stablehlo.log" in text or "stablehlo.log_plus_one" in text
+
+
+def _call_p() -> ext_core.Primitive:
+    """A user call primitive: params ``call_jaxpr`` (a ClosedJaxpr) and ``name``."""
+    prim = ext_core.Primitive("user_call")
+    prim.multiple_results = True
+    prim.def_impl(lambda *args, call_jaxpr, name: ext_core.jaxpr_as_fun(call_jaxpr)(*args))
+    prim.def_abstract_eval(lambda *avals, call_jaxpr, name: call_jaxpr.out_avals)
+    mlir.register_lowering(prim, mlir.core_call_lowering)
+    pe.dce_rules[prim] = pe.dce_jaxpr_closed_call_rule
+    return prim
+
+
+def _sum_and_prod(a: Any, b: Any) -> Any:
+    return a + b, a * b
+
+
+def test_core_call_lowering_emits_a_named_private_function() -> None:
+    call_p = _call_p()
+    x = np.arange(3.0, dtype=np.float32)
+    body = lx.make_jaxpr(_sum_and_prod)(x, x)
+
+    def f(a: Any, b: Any) -> Any:
+        return call_p.bind(a, b, call_jaxpr=body, name="sum_and_prod")
+
+    s, p = lx.jit(f)(x, x + 1)
+    np.testing.assert_allclose(s, 2 * x + 1)
+    np.testing.assert_allclose(p, x * (x + 1))
+    text = lx.jit(f).lower(x, x).as_text()
+    assert "func.func private @sum_and_prod" in text
+    assert "call @sum_and_prod" in text
+
+
+def test_dce_closed_call_rule_prunes_the_body_and_its_inputs() -> None:
+    call_p = _call_p()
+    x = np.arange(3.0, dtype=np.float32)
+    body = lx.make_jaxpr(lambda a, b: (a * 2, b * 3))(x, x)
+
+    def f(a: Any, b: Any) -> Any:
+        return call_p.bind(a, b, call_jaxpr=body, name="pair")[1]
+
+    jaxpr = lx.make_jaxpr(f)(x, x).jaxpr
+    (eqn,) = jaxpr.eqns
+    assert len(eqn.outvars) == 2
+    pruned, used_inputs = pe.dce_jaxpr(jaxpr, [True], instantiate=True)
+    (new_eqn,) = pruned.eqns
+    assert [v is jaxpr.invars[1] for v in new_eqn.invars] == [True]
+    assert len(new_eqn.outvars) == 1 and len(new_eqn.params["call_jaxpr"].out_avals) == 1
+    assert len(new_eqn.params["call_jaxpr"].jaxpr.eqns) == 1
+    assert used_inputs == [True, True]
+    # no output used and no effects: the equation goes
+    used, gone = pe.dce_jaxpr_closed_call_rule([False, False], eqn)
+    assert used == [False, False] and gone is None
+
+
+def test_dce_call_rule_on_an_open_call_jaxpr() -> None:
+    call_p = _call_p()
+    x = np.ones(2, np.float32)
+    body = lx.make_jaxpr(lambda a, b: (jnp.sin(a), b + 1.0))(x, x).jaxpr
+    a, b = ext_core.gensym()(ShapedArray((2,), np.dtype(np.float32))), ext_core.Var(
+        ShapedArray((2,), np.dtype(np.float32)))
+    outs = [ext_core.Var(v.aval) for v in body.outvars]
+    eqn = ext_core.new_jaxpr_eqn([a, b], outs, call_p, {"call_jaxpr": body, "name": "open"})
+    used, new_eqn = pe.dce_jaxpr_call_rule([True, False], eqn)
+    assert used == [True, False]
+    assert new_eqn is not None and new_eqn.invars == [a] and new_eqn.outvars == [outs[0]]
+    assert [e.primitive.name for e in new_eqn.params["call_jaxpr"].eqns] == ["sin"]
+
+
+def test_mlir_type_and_attribute_helpers() -> None:
+    with mlir.make_ir_context(), ir.Location.unknown():
+        assert str(mlir.token_type()) == "!stablehlo.token"
+        f32 = ir.F32Type.get()
+        i1 = ir.IntegerType.get_signless(1)
+        assert mlir.flatten_ir_types([f32, (i1, f32)]) == [f32, i1, f32]
+        assert str(mlir.ir_attribute(3)) == "3 : i64"
+        assert str(mlir.ir_attribute(True)) == "true"
+        assert str(mlir.ir_attribute("cpu")) == '"cpu"'
+        # JAX's forms (its own printing of the attributes)
+        assert str(mlir.ir_attribute([1, 2.5])) == "[1, 2.500000e+00]"
+        assert str(mlir.ir_attribute(np.float32(1.5))) == "1.500000e+00 : f32"
+        assert str(mlir.ir_attribute(np.int32(3))) == "3 : i32"
+        assert str(mlir.ir_attribute(np.array([1, 2], np.int32))) == "dense<[1, 2]> : tensor<2xi32>"
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            n = mlir.ir_constant(np.int64(5))
+            shape = mlir.shape_tensor(None, [2, n])  # type: ignore[arg-type]
+            assert str(shape.type) == "tensor<2xi32>"
+            vals = [mlir.ir_constant(np.float32(v)) for v in range(3)]
+            grouped = mlir.unflatten_ir_values_like_types(vals, [f32, (f32, f32)])
+            assert grouped[0] == vals[0] and grouped[1] == vals[1:]
+
+
+def test_extend_mlir_portable_artifact_round_trip() -> None:
+    text = lx.jit(lambda v: v * 2).lower(np.ones(3, np.float32)).as_text()
+    with mlir.make_ir_context():
+        bytecode = mlir.module_to_bytecode(ir.Module.parse(text))
+    artifact = ext_mlir.serialize_portable_artifact(bytecode, hlo.get_minimum_version())
+    with mlir.make_ir_context():
+        back = ext_mlir.deserialize_portable_artifact(artifact)
+        module = back if isinstance(back, ir.Module) else ir.Module.parse(back)
+        assert "stablehlo.multiply" in str(module)
+
+
+def _primitives_in(jaxpr: ext_core.Jaxpr) -> set[ext_core.Primitive]:
+    """The primitives of ``jaxpr``'s equations, nested jaxprs included."""
+    found = {e.primitive for e in jaxpr.eqns}
+    for eqn in jaxpr.eqns:
+        for inner in ext_core.jaxprs_in_params(eqn.params):
+            found |= _primitives_in(inner)
+    return found
+
+
+def test_extend_core_primitives_are_the_ones_lax_binds() -> None:
+    assert ext_core.primitives is prims
+    x = np.eye(3, dtype=np.float32) + 0.1
+    names = {
+        prims.linear_solve_p: lx.make_jaxpr(lambda b: lax.custom_linear_solve(
+            lambda v: x @ v, b, lambda mv, v: jnp.linalg.solve(x, v)))(np.ones(3, np.float32)),
+        prims.rng_bit_generator_p: lx.make_jaxpr(lambda k: lax.rng_bit_generator(k, (2,))[1])(
+            np.zeros(4, np.uint32)),
+        prims.random_gamma_p: lx.make_jaxpr(lambda k: lx.random.gamma(k, 2.0))(
+            lx.random.PRNGKey(0)),
+    }
+    for prim, closed in names.items():
+        assert prim in _primitives_in(closed.jaxpr), prim
+    for name in ("schur_p", "hessenberg_p", "tridiagonal_p", "tridiagonal_solve_p"):
+        assert isinstance(getattr(prims, name), ext_core.Primitive)
