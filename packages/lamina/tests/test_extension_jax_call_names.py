@@ -2,8 +2,9 @@
 that inlines a jaxpr with ``mlir.jaxpr_subcomp``, a user call primitive
 lowered by ``mlir.core_call_lowering`` and pruned by
 ``partial_eval.dce_jaxpr_closed_call_rule``, the MLIR helpers, jaxlib's
-artifact converters under ``extend.mlir`` and the primitives
-``extend.core.primitives`` names."""
+artifact converters under ``extend.mlir``, the primitives
+``extend.core.primitives`` names, and ``CallPrimitive`` (``call_p``,
+``closed_call_p``) under every transformation."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import lamina as lx
 import lamina.lax as lax
 import lamina.numpy as jnp
 import numpy as np
+import pytest
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina.core import ShapedArray
 from lamina.extend import core as ext_core
+from lamina.extend import linear_util as lu
 from lamina.extend import mlir as ext_mlir
 from lamina.extend.core import primitives as prims
 from lamina.interpreters import ad, mlir
@@ -185,3 +188,86 @@ def test_extend_core_primitives_are_the_ones_lax_binds() -> None:
         assert prim in _primitives_in(closed.jaxpr), prim
     for name in ("schur_p", "hessenberg_p", "tridiagonal_p", "tridiagonal_solve_p"):
         assert isinstance(getattr(prims, name), ext_core.Primitive)
+
+
+def _user_call_p() -> ext_core.CallPrimitive:
+    return ext_core.CallPrimitive("user_call_prim")
+
+
+def _body_fn(x: Any, y: Any) -> list[Any]:
+    return [jnp.sin(x) * y, x + y]
+
+
+def _loss_with(prim: ext_core.CallPrimitive) -> Any:
+    def loss(x: Any, y: Any) -> Any:
+        a, b = prim.bind(lu.wrap_init(_body_fn, debug_info=None), x, y)
+        return (a * b).sum()
+    return loss
+
+
+def _reference_loss_and_grads(x: np.ndarray, y: np.ndarray) -> tuple[Any, Any, Any]:
+    s = np.sin(x)
+    return ((s * y * (x + y)).sum(), np.cos(x) * y * (x + y) + s * y,
+            s * (x + y) + s * y)
+
+
+def test_call_primitive_under_jit_grad_vmap_and_checkpoint() -> None:
+    prim = _user_call_p()
+    loss = _loss_with(prim)
+    x = np.arange(3.0, dtype=np.float32)
+    y = x + 1
+    want, gx, gy = _reference_loss_and_grads(x, y)
+    np.testing.assert_allclose(loss(x, y), want, rtol=1e-6)
+    np.testing.assert_allclose(lx.jit(loss)(x, y), want, rtol=1e-6)
+    grads = lx.jit(lx.grad(loss, argnums=(0, 1)))(x, y)
+    np.testing.assert_allclose(grads[0], gx, rtol=1e-5)
+    np.testing.assert_allclose(grads[1], gy, rtol=1e-5)
+    np.testing.assert_allclose(lx.grad(lx.checkpoint(loss))(x, y), gx, rtol=1e-5)
+    xs, ys = np.stack([x, 2 * x]), np.stack([y, y])
+    batched = lx.jit(lx.vmap(lx.grad(loss)))(xs, ys)
+    np.testing.assert_allclose(batched[1], _reference_loss_and_grads(2 * x, y)[1], rtol=1e-5)
+    _, scanned = lx.lax.scan(lambda c, xy: (c, loss(*xy)), 0.0, (xs, ys))
+    np.testing.assert_allclose(scanned[0], want, rtol=1e-6)
+
+
+def test_call_primitive_equation_and_lowering() -> None:
+    prim = _user_call_p()
+    loss = _loss_with(prim)
+    x = np.ones(3, np.float32)
+    (eqn, *_) = lx.make_jaxpr(loss)(x, x).jaxpr.eqns
+    assert eqn.primitive is prim and isinstance(eqn.params["call_jaxpr"], ext_core.Jaxpr)
+    assert [e.primitive.name for e in eqn.params["call_jaxpr"].eqns] == ["sin", "mul", "add"]
+    text = lx.jit(loss).lower(x, x).as_text()
+    assert "func.func private @user_call_prim" in text and "call @user_call_prim" in text
+
+
+def test_call_impl_runs_the_function_eagerly_and_bad_binds_are_named() -> None:
+    prim = _user_call_p()
+    calls: list[int] = []
+
+    def body(v: Any) -> list[Any]:
+        calls.append(1)
+        return [v * 2]
+
+    (out,) = prim.bind(lu.wrap_init(body, debug_info=None), np.float32(3.0))
+    assert float(out) == 6.0 and len(calls) == 1
+    (direct,) = ext_core.call_impl(lu.wrap_init(body, debug_info=None), np.float32(2.0))
+    assert float(direct) == 4.0
+    with pytest.raises(TypeError, match="user_call_prim.bind: expected a WrappedFun"):
+        prim.bind(np.float32(1.0))
+
+
+def test_closed_call_p_holds_a_closed_jaxpr_and_closes_over_tracers() -> None:
+    x = np.arange(3.0, dtype=np.float32)
+
+    def h(v: Any) -> Any:
+        # the body closes over ``v``, a tracer of grad: it becomes an operand
+        body = lu.wrap_init(lambda w: [w * v], debug_info=None)
+        return prims.closed_call_p.bind(body, v)[0].sum()
+
+    np.testing.assert_allclose(lx.grad(h)(x), 2 * x)
+    np.testing.assert_allclose(lx.jit(lx.grad(h))(x), 2 * x)
+    (eqn, *_) = lx.make_jaxpr(h)(x).jaxpr.eqns
+    assert eqn.primitive is prims.closed_call_p
+    assert isinstance(eqn.params["call_jaxpr"], ext_core.ClosedJaxpr)
+    assert prims.call_p.name == "call" and prims.closed_call_p.name == "closed_call"

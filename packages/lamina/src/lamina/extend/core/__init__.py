@@ -11,6 +11,9 @@ traced, the function's name and line, its argument names and result paths).
 ``get_opaque_trace_state(convention)`` identifies the innermost active
 transformation: two calls compare equal exactly when the same transformations
 are active (flax records it to refuse a module used across transformations).
+``CallPrimitive`` makes a primitive that applies a function as one
+equation (``prim.bind(fun, *args)``, ``fun`` a ``WrappedFun``), with every
+rule; ``call_impl`` is its eager meaning (see :mod:`lamina.call_primitives`).
 ``gensym()`` gives the variable constructor (``gensym()(aval)`` is a fresh
 ``Var``); ``primitives`` is the module of lamina's built-in primitives.
 ``array_types`` is the live set of Python types lamina treats as arrays.
@@ -48,12 +51,14 @@ from lamina_tracing_core.jaxpr import subjaxprs_of_params
 from lamina_tracing_core.partial_eval import DynamicJaxprTrace
 from lamina_tracing_core.primitives import Primitive as Primitive
 
+from lamina.call_primitives import CallPrimitive as CallPrimitive
+from lamina.call_primitives import call_impl as call_impl
 from lamina.extend.core import primitives as primitives
 
 __all__ = [
-    "ClosedJaxpr", "DebugInfo", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn",
+    "CallPrimitive", "ClosedJaxpr", "DebugInfo", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn",
     "JaxprTypeError", "Literal", "OpaqueTraceState", "Primitive", "Var", "array_types",
-    "check_jaxpr", "concrete_or_error", "find_top_trace", "gensym", "get_opaque_trace_state",
+    "call_impl", "check_jaxpr", "concrete_or_error", "find_top_trace", "gensym", "get_opaque_trace_state",
     "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval", "new_jaxpr_eqn", "no_effects",
     "nonempty_axis_env_DO_NOT_USE", "primal_dtype_to_tangent_dtype", "primitives", "subjaxprs",
     "unmapped_aval", "unsafe_am_i_under_a_jit_DO_NOT_USE", "unsafe_am_i_under_a_vmap_DO_NOT_USE",

@@ -14,6 +14,8 @@ user reducer, ``select_and_scatter`` with a user selector) are not here.
 
 from __future__ import annotations
 
+from lamina.call_primitives import call_p as call_p
+from lamina.call_primitives import closed_call_p as closed_call_p
 from lamina.random import random_gamma_p as random_gamma_p
 from lamina_interpreters_pxla.device_put import device_put_p as device_put_p
 from lamina_sharded_jit.sharding_constraint import sharding_constraint_p as sharding_constraint_p
@@ -174,7 +176,7 @@ __all__ = [
     "abs_p", "acos_p", "acosh_p", "add_jaxvals_p", "add_p", "all_gather_p", "all_to_all_p",
     "and_p", "argmax_p", "argmin_p", "asin_p", "asinh_p", "atan2_p", "atan_p", "atanh_p",
     "axis_index_p", "bessel_i0e_p", "bessel_i1e_p", "bitcast_convert_type_p",
-    "broadcast_in_dim_p", "cbrt_p", "ceil_p", "cholesky_p", "clamp_p", "clz_p", "complex_p",
+    "broadcast_in_dim_p", "call_p", "cbrt_p", "ceil_p", "cholesky_p", "clamp_p", "closed_call_p", "clz_p", "complex_p",
     "concatenate_p", "cond_p", "conj_p", "conv_general_dilated_p", "convert_element_type_p",
     "copy_p", "cos_p", "cosh_p", "cumlogsumexp_p", "cummax_p", "cummin_p", "cumprod_p",
     "cumsum_p", "custom_jvp_call_p", "custom_lin_p", "custom_vjp_call_p", "device_put_p",
