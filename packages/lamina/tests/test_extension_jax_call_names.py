@@ -15,6 +15,7 @@ import lamina.lax as lax
 import lamina.numpy as jnp
 import numpy as np
 import pytest
+from jaxlib.mlir.dialects import func
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina.core import ShapedArray
 from lamina.extend import core as ext_core
@@ -271,3 +272,66 @@ def test_closed_call_p_holds_a_closed_jaxpr_and_closes_over_tracers() -> None:
     assert eqn.primitive is prims.closed_call_p
     assert isinstance(eqn.params["call_jaxpr"], ext_core.ClosedJaxpr)
     assert prims.call_p.name == "call" and prims.closed_call_p.name == "closed_call"
+
+
+class _Pair:
+    """A user constant type lowered as two MLIR values."""
+
+    def __init__(self, first: np.ndarray, second: np.ndarray):
+        self.first, self.second = first, second
+
+
+class _NamedPair(_Pair):
+    pass
+
+
+def test_register_constant_handler_builds_a_user_types_constants() -> None:
+    mlir.register_constant_handler(
+        _Pair, lambda val, aval: (mlir.ir_constant(val.first), mlir.ir_constant(val.second)))
+    offset_p = ext_core.Primitive("add_pair_constant")
+    offset_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    pair = _NamedPair(np.float32([1.0, 2.0]), np.float32([10.0, 20.0]))
+
+    def lowering(ctx: Any, x: Any) -> Any:
+        first, second = mlir.ir_constants(pair)  # the subclass uses _Pair's handler
+        return [hlo.add(hlo.add(x, first), second)]
+
+    mlir.register_lowering(offset_p, lowering)
+    np.testing.assert_allclose(lx.jit(offset_p.bind)(np.float32([0.5, 0.5])), [11.5, 22.5])
+    with mlir.make_ir_context(), ir.Location.unknown():
+        with ir.InsertionPoint(ir.Module.create().body):
+            with pytest.raises(ValueError, match="ir_constant: the constant handler of "
+                                                 "_NamedPair built 2 values"):
+                mlir.ir_constant(pair)
+
+
+def test_lower_jaxpr_to_fun_in_a_lowering_rule() -> None:
+    cube_p = ext_core.Primitive("cube_via_function")
+    cube_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    scale = np.float32(3.0)
+
+    def lowering(ctx: Any, x: Any) -> Any:
+        closed = lx.make_jaxpr(lambda v: v * v * v * scale)(*ctx.avals_in)
+        fn = mlir.lower_jaxpr_to_fun(ctx.module_context, "cube_fn", closed, [],
+                                     num_const_args=0, in_avals=ctx.avals_in)
+        call = func.CallOp(fn.type.results, ir.FlatSymbolRefAttr.get(fn.sym_name.value), [x])
+        return list(call.results)
+
+    mlir.register_lowering(cube_p, lowering)
+    x = np.float32([1.0, 2.0])
+    np.testing.assert_allclose(lx.jit(cube_p.bind)(x), 3 * x ** 3)
+    assert "func.func private @cube_fn" in lx.jit(cube_p.bind).lower(x).as_text()
+
+
+def test_merge_mlir_modules_renames_and_makes_private() -> None:
+    x = np.ones(2, np.float32)
+    dst_text = lx.jit(lambda v: v + 1).lower(x).as_text()
+    src_text = lx.jit(lambda v: v * 2).lower(x).as_text()
+    with mlir.make_ir_context():
+        dst, src = ir.Module.parse(dst_text), ir.Module.parse(src_text)
+        name = mlir.merge_mlir_modules(dst, "main", src)
+        assert name == "main_0"
+        text = str(dst)
+        assert "func.func public @main" in text and "func.func private @main_0" in text
+        assert "stablehlo.multiply" in text and dst.operation.verify()
+        assert list(src.body.operations) == []

@@ -58,7 +58,7 @@ from lamina_mlir_lowering.types import TypeCache, Value, ir_constant, type_cache
 __all__ = [
     "LoweringResult", "lower_jaxpr_to_module", "jaxpr_subcomp", "lower_sub_jaxpr",
     "call_jaxpr", "make_call_rule", "lower_fun", "sanitize_module_name", "SHARDING_FORMATS",
-    "PLATFORM_INDEX_NAME", "TOKEN_AVAL", "manual_computation",
+    "PLATFORM_INDEX_NAME", "TOKEN_AVAL", "manual_computation", "lower_private_function",
 ]
 
 SHARDING_FORMATS = ("shardy", "gspmd")
@@ -400,9 +400,14 @@ def _arg_locations(mctx: ModuleContext, names: Sequence[str | None]) -> list[ir.
     return [mctx.locations.named(n) if n else unknown for n in names]
 
 
-def _lower_private_function(mctx: ModuleContext, name: str, jaxpr: Jaxpr,
-                            consts: Sequence[Any],
-                            axis_context: AxisContext | None) -> tuple[str, list[ir.Type]]:
+def lower_private_function(mctx: ModuleContext, name: str, jaxpr: Jaxpr,
+                           consts: Sequence[Any],
+                           axis_context: AxisContext | None) -> tuple[str, list[ir.Type]]:
+    """Emits ``jaxpr`` (its constvars bound to ``consts``) as a private
+    ``func.func`` named ``name`` (made unique in the module); returns its
+    symbol and result types. The function takes the platform index first in
+    a multi-platform module, then the ordered-effects token when the jaxpr
+    has ordered effects, then the jaxpr's inputs."""
     types = mctx.types
     multi = len(mctx.platforms) > 1
     threaded = has_ordered_effects(jaxpr.effects)
@@ -452,7 +457,7 @@ def call_jaxpr(ctx: LoweringRuleContext, jaxpr: ClosedJaxpr | Jaxpr, args: Seque
     fn = mctx.functions.get(key)
     if fn is None:
         mctx.keepalive.append((inner, consts))
-        fn = mctx.functions[key] = _lower_private_function(mctx, name, inner, consts,
+        fn = mctx.functions[key] = lower_private_function(mctx, name, inner, consts,
                                                            ctx.axis_context)
     call_args = list(args)
     threaded = has_ordered_effects(inner.effects)

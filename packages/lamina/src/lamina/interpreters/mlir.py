@@ -24,10 +24,11 @@ the tokens); ``core_call_lowering`` is the rule of a call primitive whose
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 from jaxlib.mlir import ir as ir
+from jaxlib.mlir.dialects import func
 from jaxlib.mlir.dialects import stablehlo as hlo
 from lamina_mlir_lowering import types as _types
 from lamina_mlir_lowering.axis_context import AxisContext as AxisContext
@@ -51,18 +52,19 @@ from lamina_mlir_lowering.types import dtype_to_ir_type as dtype_to_ir_type
 from lamina_mlir_lowering.types import i64_attr as i64_attr
 from lamina_mlir_lowering.types import ir_constant as _ir_constant
 from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core import partial_eval as _pe
 from lamina_tracing_core.effects import Effect, is_ordered
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 from lamina_tracing_core.primitives import Primitive
 
 __all__ = [
-    "AxisContext", "LoweringResult", "LoweringRule", "LoweringRuleContext", "ModuleContext",
-    "TokenSet", "Value", "aval_to_ir_type", "aval_to_ir_types", "core_call_lowering",
+    "AxisContext", "ConstantHandler", "LoweringResult", "LoweringRule", "LoweringRuleContext",
+    "ModuleContext", "TokenSet", "Value", "aval_to_ir_type", "aval_to_ir_types", "core_call_lowering",
     "dense_int_array", "dense_int_elements", "dtype_to_ir_type", "emit_python_callback",
     "flatten_ir_types", "flatten_ir_values", "i32_attr", "i64_attr", "ir", "ir_attribute",
-    "ir_constant", "ir_constants", "jaxpr_subcomp", "lower_fun", "lowering_rules",
-    "make_ir_context", "module_to_bytecode", "module_to_string", "platform_lowering_rules",
-    "register_lowering", "shape_tensor", "token_type", "unflatten_ir_values_like_types",
+    "ir_constant", "ir_constants", "jaxpr_subcomp", "lower_fun", "lower_jaxpr_to_fun",
+    "lowering_rules", "make_ir_context", "merge_mlir_modules", "module_to_bytecode", "module_to_string", "platform_lowering_rules",
+    "register_constant_handler", "register_lowering", "shape_tensor", "token_type", "unflatten_ir_values_like_types",
 ]
 
 
@@ -97,17 +99,54 @@ def aval_to_ir_types(*args: Any) -> tuple[ir.Type, ...]:
     return (_types.aval_to_ir_type(_aval_of(args, "aval_to_ir_types")),)
 
 
+class ConstantHandler(Protocol):
+    """Builds the MLIR values of a constant of a registered type:
+    ``handler(val, aval)`` (``aval`` None when the caller gave none) returns
+    one value or a sequence of them."""
+
+    def __call__(self, val: Any, aval: ShapedArray | None) -> Value | Sequence[Value]: ...
+
+
+_constant_handlers: dict[type, ConstantHandler] = {}
+
+
+def register_constant_handler(type_: type, handler_fun: ConstantHandler) -> None:
+    """Makes :func:`ir_constant`/:func:`ir_constants` build the constants of
+    ``type_`` (and its subclasses) with ``handler_fun``."""
+    _constant_handlers[type_] = handler_fun
+
+
+def _handled_constant(val: Any, aval: ShapedArray | None) -> tuple[Value, ...] | None:
+    for t in type(val).__mro__:
+        handler = _constant_handlers.get(t)
+        if handler is not None:
+            out = handler(val, aval)
+            return (out,) if isinstance(out, ir.Value) else tuple(out)
+    return None
+
+
 def ir_constant(val: Any, *, const_lowering: Any = None, aval: ShapedArray | None = None
                 ) -> Value:
-    """A ``stablehlo.constant`` equal to ``val`` (of ``aval``'s dtype when given)."""
+    """A ``stablehlo.constant`` equal to ``val`` (of ``aval``'s dtype when
+    given), or what the handler registered for ``val``'s type builds (which
+    must be one value)."""
     del const_lowering
+    handled = _handled_constant(val, aval)
+    if handled is not None:
+        if len(handled) != 1:
+            raise ValueError(f"ir_constant: the constant handler of {type(val).__name__} "
+                             f"built {len(handled)} values, not one")
+        return handled[0]
     return _ir_constant(val, dtype=aval.dtype if aval is not None else None)
 
 
 def ir_constants(val: Any, *, const_lowering: Any = None, aval: ShapedArray | None = None
                  ) -> tuple[Value, ...]:
-    """``ir_constant`` as a one-element tuple (JAX's form for types with
-    several MLIR values; an array has one)."""
+    """The MLIR values of the constant ``val``: what the handler registered
+    for its type builds, else ``ir_constant``'s one value."""
+    handled = _handled_constant(val, aval)
+    if handled is not None:
+        return handled
     return (ir_constant(val, const_lowering=const_lowering, aval=aval),)
 
 
@@ -274,3 +313,75 @@ def core_call_lowering(ctx: LoweringRuleContext, *args: Value, name: str,
     its body becomes a private function ``name``, called here."""
     del backend
     return _lowering.call_jaxpr(ctx, call_jaxpr, args, name=name)
+
+
+def lower_jaxpr_to_fun(ctx: ModuleContext, name: str, jaxpr: ClosedJaxpr,
+                       effects: Sequence[Effect] = (), *, num_const_args: int = 0,
+                       main_function: bool = False, in_avals: Sequence[ShapedArray] | None = None,
+                       **unsupported: Any) -> func.FuncOp:
+    """Emits ``jaxpr`` as a private ``func.func`` of the module, named
+    ``name`` (made unique), and returns it; call it with ``func.CallOp``.
+
+    With ``num_const_args`` equal to the number of ``jaxpr.consts`` the
+    function takes the constants as its leading arguments (else 0: they are
+    embedded). The function threads an ordered-effects token first when the
+    jaxpr has ordered effects (``effects`` is read from the jaxpr), after the
+    platform index of a multi-platform module. ``in_avals`` are checked
+    against the jaxpr's. JAX's sharding, layout, memory-kind, donation and
+    naming options are not taken here: lamina places those on the entry
+    function ``jit`` lowers."""
+    del effects
+    given = sorted(k for k, v in unsupported.items() if v not in (None, True, False))
+    if given or main_function:
+        what = ", ".join(given) if given else "main_function=True"
+        raise ValueError(f"lower_jaxpr_to_fun: {what} is not supported; lamina lowers the "
+                         f"entry function (its shardings, layouts, names) through jit")
+    body, consts = jaxpr.jaxpr, list(jaxpr.consts)
+    if num_const_args:
+        if num_const_args != len(consts):
+            raise ValueError(f"lower_jaxpr_to_fun: num_const_args={num_const_args} for a "
+                             f"jaxpr with {len(consts)} constants")
+        body, consts = _pe.convert_constvars_jaxpr(body), []
+    if in_avals is not None and list(in_avals) != [v.aval for v in body.invars]:
+        raise ValueError(f"lower_jaxpr_to_fun: in_avals {list(in_avals)} do not match the "
+                         f"jaxpr's inputs {[v.aval for v in body.invars]}")
+    ctx.keepalive.append(jaxpr)
+    symbol, _ = _lowering.lower_private_function(ctx, name, body, consts, ctx.axis_context)
+    return cast(func.FuncOp, ir.SymbolTable(ctx.module.operation)[symbol])
+
+
+def merge_mlir_modules(dst_module: ir.Module, sym_name: str, src_module: ir.Module,
+                       dst_symtab: ir.SymbolTable | None = None) -> str:
+    """Moves the functions of ``src_module`` into ``dst_module``, made private;
+    its ``main`` becomes ``sym_name``, and a function whose name is taken in
+    ``dst_module`` gets a fresh one (``name_0``, ``name_1``...), uses renamed
+    alike. Returns ``main``'s new name. ``src_module`` is emptied."""
+    src_table = ir.SymbolTable(src_module.operation)
+    dst_table = dst_symtab if dst_symtab is not None else ir.SymbolTable(dst_module.operation)
+    ops = list(src_module.body.operations)
+    names = [ir.StringAttr(op.attributes["sym_name"]).value for op in ops]
+    if "main" not in names:
+        raise ValueError("merge_mlir_modules: src_module has no function named main")
+    taken = set(names)
+    renames: dict[str, str] = {}
+    for name in names:
+        if name != "main" and name not in dst_table:
+            continue
+        base = sym_name if name == "main" else name
+        fresh, i = base, 0
+        while fresh in taken or fresh in dst_table:
+            fresh, i = f"{base}_{i}", i + 1
+        taken.add(fresh)
+        renames[name] = fresh
+    for op in ops:
+        old = ir.StringAttr(op.attributes["sym_name"]).value
+        if old in renames:
+            src_table.set_symbol_name(op, renames[old])
+        op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    for old, new in renames.items():
+        for op in ops:
+            src_table.replace_all_symbol_uses(old, new, op)
+    for op in ops:
+        dst_module.body.append(op)
+        dst_table.insert(op)
+    return renames["main"]
