@@ -18,7 +18,7 @@ import numpy as np
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
-from lamina_tracing_core import ad, batching, core, dtypes
+from lamina_tracing_core import ad, batching, core, dtypes, vmappable
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import (Zero, instantiate_zeros, staging, tangent_aval,
                                          typed_array)
@@ -700,7 +700,8 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: 
 def _check_axis_spec(name: str, spec: Any) -> None:
     leaves = tu.tree_leaves(spec, is_leaf=lambda x: x is None)
     for leaf in leaves:
-        if leaf is not None and not isinstance(leaf, (int, np.integer)):
+        if (leaf is not None and not isinstance(leaf, (int, np.integer))
+                and type(leaf) not in vmappable.spec_types):
             raise TypeError(f"vmap {name} must be an int, None, or (nested) container with "
                             f"those types as leaves, but got {leaf!r}.")
 
@@ -715,7 +716,8 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
     api_util.check_callable(fun)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
-    if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple))):
+    if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple))
+            or type(in_axes) in vmappable.spec_types):
         raise TypeError("vmap in_axes must be an int, None, or a tuple of entries "
                         "corresponding to the positional arguments passed to the function, "
                         f"but got {in_axes}.")
@@ -730,6 +732,12 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
                              f"function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}" + _for_function("vmap", fun))
         f = _traced_fun("vmap", fun, args, kwargs)
+        if vmappable.vmappables:
+            leaves = tu.tree_leaves((tuple(args), kwargs), is_leaf=vmappable.is_vmappable)
+            if any(map(vmappable.is_vmappable, leaves)):
+                return _vmap_containers(fun, args, kwargs, in_axes, out_axes,
+                                        batching.AxisData(axis_name, 0, spmd_axis_name),
+                                        axis_size)
         args_flat, in_tree = tu.tree_flatten((tuple(args), kwargs))
         in_dims = api_util.flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True,
                                         tupled_args=True)
@@ -755,6 +763,56 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         return tu.tree_unflatten(out_tree(), outs)
 
     return vmap_f
+
+
+def _vmap_containers(fun: Callable[..., Any], args: Sequence[Any],
+                     kwargs: dict[str, Any], in_axes: Any, out_axes: Any,
+                     axis: batching.AxisData, axis_size: int | None) -> Any:
+    """``vmap`` of arguments holding registered vmappable containers: each
+    container goes in as the parts its ``to_elt`` maps (and comes out as the
+    parts its ``from_elt`` batches), rebuilt on each side of the batching."""
+    leaves, in_tree = tu.tree_flatten((tuple(args), kwargs), is_leaf=vmappable.is_vmappable)
+    specs = api_util.flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True,
+                                  tupled_args=True)
+    plain = [(x, d) for x, d in zip(leaves, specs) if not vmappable.is_vmappable(x)]
+    size = _mapped_axis_size(fun, [x for x, _ in plain], [d for _, d in plain], [],
+                             axis_size)
+    parts: list[Any] = []
+    for x, d in zip(leaves, specs):
+        parts.extend(vmappable.flatten_input(x, d) if vmappable.is_vmappable(x) else [(x, d)])
+    for x, d in parts:
+        shape = get_aval(x).shape
+        if d is not None and not (-len(shape) <= d < len(shape) and shape[d] == size):
+            raise ValueError(f"vmap: a vmappable container maps a part of shape {shape} along "
+                             f"axis {d}, but the mapped axis has size {size}")
+    # the examples' indices, for the handlers' get_idx()
+    parts.append((np.arange(size, dtype=np.int32), 0))
+    in_dims = [None if d is None else int(d) % max(get_aval(x).ndim, 1) for x, d in parts]
+    out_info: list[Any] = []
+
+    def flat_fun(*flat: Any) -> list[Any]:
+        it, get_idx = iter(flat[:-1]), (lambda: flat[-1])
+        rebuilt = [vmappable.unflatten_input(x, d, it, get_idx) if vmappable.is_vmappable(x)
+                   else next(it) for x, d in zip(leaves, specs)]
+        call_args, call_kwargs = tu.tree_unflatten(in_tree, rebuilt)
+        ans = fun(*call_args, **call_kwargs)
+        out_leaves, out_tree = tu.tree_flatten(ans, is_leaf=vmappable.is_vmappable)
+        out_specs = api_util.flatten_axes("vmap out_axes", out_tree, out_axes)
+        outs: list[tuple[Any, Any]] = []
+        for y, d in zip(out_leaves, out_specs):
+            outs.extend(vmappable.flatten_output(y, d, size) if vmappable.is_vmappable(y)
+                        else [(y, d)])
+        out_info[:] = [out_tree, out_leaves, out_specs, [d for _, d in outs]]
+        return [y for y, _ in outs]
+
+    wrapped = wrap_init(flat_fun, debug_info=None)
+    axis_data = batching.AxisData(axis.name, size, axis.spmd_name)
+    batched = batching.batch_fun(wrapped, axis_data, in_dims, lambda: out_info[3])
+    it = iter(batched.call_wrapped(*[x for x, _ in parts]))
+    out_tree, out_leaves, out_specs, _ = out_info
+    rebuilt_out = [vmappable.unflatten_output(y, d, size, it) if vmappable.is_vmappable(y)
+                   else next(it) for y, d in zip(out_leaves, out_specs)]
+    return tu.tree_unflatten(out_tree, rebuilt_out)
 
 
 def _vmap_arg_descriptions(f: WrappedFun, kwargs: dict[str, Any]) -> list[str | None]:

@@ -13,6 +13,9 @@
 - ``defvectorized``, ``defbroadcasting``, ``defreducer`` build the rules of
   elementwise and reducing primitives; ``bdim_at_front``, ``broadcast`` and
   ``moveaxis`` move batch dims in rules.
+- ``register_vmappable(data_type, spec_type, axis_size_type, to_elt,
+  from_elt, make_iota)`` lets ``vmap`` take and return a container type whole
+  (``unregister_vmappable`` undoes it); see tracing-core's ``vmappable``.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ from lamina_tracing_core.lax.helpers import defbroadcasting as defbroadcasting
 from lamina_tracing_core.lax.helpers import defvectorized as defvectorized
 from lamina_tracing_core.primitives import Primitive
 from lamina_tracing_core.primitives import batching_rules as primitive_batchers
+from lamina_tracing_core.vmappable import register_vmappable as register_vmappable
+from lamina_tracing_core.vmappable import unregister_vmappable as unregister_vmappable
 
 __all__ = [
     "AxisData", "BatchTrace", "BatchTracer", "axis_primitive_batchers", "bdim_at_front",
     "broadcast", "defbroadcasting", "defreducer", "defvectorized", "fancy_primitive_batchers",
-    "moveaxis", "not_mapped", "primitive_batchers",
+    "moveaxis", "not_mapped", "primitive_batchers", "register_vmappable", "unregister_vmappable",
 ]
 
 
