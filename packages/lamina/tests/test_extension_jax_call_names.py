@@ -335,3 +335,14 @@ def test_merge_mlir_modules_renames_and_makes_private() -> None:
         assert "func.func public @main" in text and "func.func private @main_0" in text
         assert "stablehlo.multiply" in text and dst.operation.verify()
         assert list(src.body.operations) == []
+
+
+def test_channel_types_mesh_and_token_names() -> None:
+    with mlir.make_ir_context(), ir.Location.unknown():
+        handle = hlo.ChannelHandle.get(handle=1, type=mlir.SEND_TO_HOST_TYPE)
+        assert "type = 2" in str(handle)
+        assert (mlir.DEVICE_TO_DEVICE_TYPE, mlir.RECV_FROM_HOST_TYPE) == (1, 3)
+        with ir.InsertionPoint(ir.Module.create().body):
+            token = hlo.after_all([])
+            assert isinstance(token, mlir.Token) and token.type == mlir.token_type()
+    assert mlir.Mesh is lx.sharding.Mesh

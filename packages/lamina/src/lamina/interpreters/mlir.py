@@ -24,12 +24,13 @@ the tokens); ``core_call_lowering`` is the rule of a call primitive whose
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeAlias, cast
 
 import numpy as np
 from jaxlib.mlir import ir as ir
 from jaxlib.mlir.dialects import func
 from jaxlib.mlir.dialects import stablehlo as hlo
+from lamina_interpreters_pxla.sharding import Mesh as Mesh
 from lamina_mlir_lowering import types as _types
 from lamina_mlir_lowering.axis_context import AxisContext as AxisContext
 from lamina_mlir_lowering.context import make_context as make_ir_context
@@ -58,7 +59,8 @@ from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 from lamina_tracing_core.primitives import Primitive
 
 __all__ = [
-    "AxisContext", "ConstantHandler", "LoweringResult", "LoweringRule", "LoweringRuleContext",
+    "DEVICE_TO_DEVICE_TYPE", "RECV_FROM_HOST_TYPE", "SEND_TO_HOST_TYPE", "Mesh", "MeshAxisName",
+    "Token", "AxisContext", "ConstantHandler", "LoweringResult", "LoweringRule", "LoweringRuleContext",
     "ModuleContext", "TokenSet", "Value", "aval_to_ir_type", "aval_to_ir_types", "core_call_lowering",
     "dense_int_array", "dense_int_elements", "dtype_to_ir_type", "emit_python_callback",
     "flatten_ir_types", "flatten_ir_values", "i32_attr", "i64_attr", "ir", "ir_attribute",
@@ -66,6 +68,17 @@ __all__ = [
     "lowering_rules", "make_ir_context", "merge_mlir_modules", "module_to_bytecode", "module_to_string", "platform_lowering_rules",
     "register_constant_handler", "register_lowering", "shape_tensor", "token_type", "unflatten_ir_values_like_types",
 ]
+
+#: StableHLO's channel types, for the ``stablehlo.ChannelHandle`` of a
+#: send/recv a rule emits: between devices, to the host, from the host.
+DEVICE_TO_DEVICE_TYPE = 1
+SEND_TO_HOST_TYPE = 2
+RECV_FROM_HOST_TYPE = 3
+
+#: An ordered-effects token in a rule (an ``!stablehlo.token`` value).
+Token: TypeAlias = ir.Value
+#: The name of a mesh axis.
+MeshAxisName: TypeAlias = Any
 
 
 def register_lowering(prim: Primitive, rule: LoweringRule, platform: str | None = None,
