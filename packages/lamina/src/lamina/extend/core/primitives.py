@@ -4,12 +4,18 @@ names (``jax.extend.core.primitives``).
 Each name is the ``Primitive`` object its rules are registered on, so a rule
 table read through it (``ad.primitive_jvps[add_p]``) is lamina's own. JAX's
 ``jit_p`` is the primitive ``jit`` stages (its params: ``jaxpr``, ``name``,
-shardings, ...). The primitives of JAX's mutable references, tokens, random
-key arrays (``random_bits_p``, ``random_split_p``...: lamina's keys are
-arrays of raw key data, drawn with ``threefry2x32_p``/``rng_bit_generator_p``)
-and a few kernels lamina does not have (``approx_top_k``, ``reduce`` with a
-user reducer, ``select_and_scatter`` with a user selector) are not here.
-``random_gamma_p`` takes raw key data, as lamina's keys are.
+shardings, ...); ``call_p``/``closed_call_p`` are JAX's call primitives
+(see :mod:`lamina.call_primitives`). Not here, as lamina has no such
+operation: JAX's mutable references (``get_p``, ``swap_p``), token values
+(``create_token_p``, ``after_all_p``), the primitives of key arrays
+(``random_bits_p``, ``random_split_p``, ``random_fold_in_p``,
+``random_seed_p``: lamina's keys are arrays of raw key data, drawn with
+``threefry2x32_p``/``rng_bit_generator_p``), shape-polymorphic dimension
+tests (``eq_to_p``, ``le_to_p``, ``lt_to_p``), ``name_p``, ``empty2_p``,
+``rng_uniform_p``, ``ragged_all_to_all_p`` and kernels lamina does not have
+(``approx_top_k``, ``reduce`` with a user reducer, ``select_and_scatter``
+with a user selector). ``random_gamma_p`` takes raw key data, as lamina's
+keys are.
 """
 
 from __future__ import annotations
