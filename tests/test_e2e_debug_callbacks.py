@@ -127,7 +127,9 @@ def test_print_inside_pmap_prints_once_per_device(capfd, devices8) -> None:
 
 
 def test_print_and_pure_callback_inside_shard_map_run_per_block(capfd, devices8) -> None:
-    mesh = lx.make_mesh((8,), ("i",))
+    # an Auto axis: under make_mesh's default Explicit axes in_specs P("i") must match the
+    # argument's type (JAX 0.10's rule), and arange(8.0) is unsharded
+    mesh = lx.make_mesh((8,), ("i",), axis_types=(lx.sharding.AxisType.Auto,))
 
     def body(x):
         lx.debug.print("block {}", x)

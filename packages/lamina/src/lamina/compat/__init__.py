@@ -46,7 +46,9 @@ JAX_API_VERSION = "0.10.2"
 JAX_API_VERSION_INFO = (0, 10, 2)
 
 #: lamina's top-level modules that are not JAX's; ``jax.<name>`` does not map to them.
-LAMINA_ONLY = frozenset({"__about__", "__main__", "api_extras", "compat", "demo", "sharded_jit"})
+LAMINA_ONLY = frozenset({"__about__", "__main__", "api_extras", "call_primitives", "callbacks",
+                         "compat", "demo", "runtime_api", "sharded_jit", "sharding_picture",
+                         "transforms"})
 
 #: JAX names that are objects, not modules: ``jax.config`` is the settings
 #: object, and ``import jax.config`` fails in JAX 0.10 (lamina's is a module,
