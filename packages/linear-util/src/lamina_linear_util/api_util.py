@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import types
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
@@ -248,6 +249,23 @@ _signatures: weakref.WeakKeyDictionary[Any, inspect.Signature | None] = (
     weakref.WeakKeyDictionary())
 
 
+# Signatures of plain functions that only their code determines, by code
+# object: a new lambda or closure made by the same source line each call (a
+# common way to call jit or make_jaxpr) reuses its first signature.
+_code_signatures: weakref.WeakKeyDictionary[types.CodeType, inspect.Signature] = (
+    weakref.WeakKeyDictionary())
+
+
+def _code_only_signature(fun: Any) -> types.CodeType | None:
+    """``fun``'s code object when its signature depends on nothing else: a
+    plain function without defaults, annotations or attributes (``__wrapped__``
+    and ``__signature__`` change what inspect reports)."""
+    if (type(fun) is not types.FunctionType or fun.__defaults__ or fun.__kwdefaults__
+            or fun.__dict__ or fun.__annotations__):
+        return None
+    return fun.__code__
+
+
 def fun_signature(fun: Callable[..., Any]) -> inspect.Signature | None:
     """``inspect.signature(fun)``, or ``None`` where there is none (some
     builtins). Remembered per function while the function lives."""
@@ -255,10 +273,15 @@ def fun_signature(fun: Callable[..., Any]) -> inspect.Signature | None:
         return _signatures[fun]
     except (KeyError, TypeError):
         pass
-    try:
-        sig: inspect.Signature | None = inspect.signature(fun)
-    except (ValueError, TypeError):
-        sig = None
+    code = _code_only_signature(fun)
+    sig: inspect.Signature | None = None if code is None else _code_signatures.get(code)
+    if sig is None:
+        try:
+            sig = inspect.signature(fun)
+        except (ValueError, TypeError):
+            sig = None
+        if code is not None and sig is not None:
+            _code_signatures[code] = sig
     try:
         _signatures[fun] = sig
     except TypeError:  # not weakly referenceable or not hashable
