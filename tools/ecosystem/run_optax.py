@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-k", dest="pattern", help="only the files whose path contains this")
     # contrib/_common_test.py (545 tests, most scanning 30,000 optimizer
-    # steps) takes about 15 minutes on two busy cores, on JAX as on lamina
+    # steps) takes half an hour on two busy cores, on JAX as on lamina
     parser.add_argument("--timeout", type=float, default=3000.0,
                         help="seconds one file may take (default 3000)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
