@@ -129,6 +129,19 @@ def test_log_compiles_context_manager_scopes_the_setting(caplog) -> None:
                 and "jit(<lambda>)" in r.getMessage()]
     assert len(compiles) == 1 and "arguments: v: f32[5]" in compiles[0], compiles
 
+
+def test_on_off_flags_default_to_on_in_a_block() -> None:
+    # JAX 0.10.2: `with jax.log_compiles():` (optax's tests), `with jax.enable_x64():`
+    # turn the flag on; a flag with values (numpy_rank_promotion) needs its value
+    for flag in (lx.log_compiles, lx.enable_x64, lx.explain_cache_misses):
+        assert flag.value is False
+        with flag():
+            assert flag.value is True
+        assert flag.value is False
+    with pytest.raises(TypeError, match="numpy_rank_promotion: the block needs"):
+        lx.numpy_rank_promotion()
+
+
 def test_pmap_results_are_checked(nan_checks, devices8) -> None:
     with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in "
                                                  r"pmap\(<lambda>\)'s result"):

@@ -33,18 +33,28 @@ __all__ = ["copy_to_host_async", "default_device", "default_matmul_precision", "
 T = TypeVar("T")
 
 
+_NO_DEFAULT: Any = object()
+
+
 class ContextFlag(Generic[T]):
     """A setting used as JAX uses its config states: ``flag.value`` reads it and
-    ``with flag(new_value):`` sets it for a block (restored on exit)."""
+    ``with flag(new_value):`` sets it for a block (restored on exit). A flag
+    with a ``default`` (True for JAX's on/off flags) also takes ``with flag():``."""
 
-    def __init__(self, name: str, read: Callable[[], T], scope: Callable[[T], Any]):
-        self._name, self._read, self._scope = name, read, scope
+    def __init__(self, name: str, read: Callable[[], T], scope: Callable[[T], Any],
+                 default: T = _NO_DEFAULT):
+        self._name, self._read, self._scope, self._default = name, read, scope, default
 
     @property
     def value(self) -> T:
         return self._read()
 
-    def __call__(self, new_value: T) -> Any:
+    def __call__(self, new_value: T = _NO_DEFAULT) -> Any:
+        if new_value is _NO_DEFAULT:
+            if self._default is _NO_DEFAULT:
+                raise TypeError(f"{self._name.removeprefix('jax_')}: the block needs the "
+                                f"setting's new value as the argument (with flag(value):)")
+            new_value = self._default
         return self._scope(new_value)
 
     def __repr__(self) -> str:
@@ -67,7 +77,8 @@ def _x64_call(new_value: bool = True) -> Any:
 
 #: ``with lamina.enable_x64(True):`` enables 64-bit types for a block;
 #: ``lamina.enable_x64.value`` reads the setting.
-enable_x64: ContextFlag[bool] = ContextFlag("jax_enable_x64", dtypes.x64_enabled, _x64_call)
+enable_x64: ContextFlag[bool] = ContextFlag("jax_enable_x64", dtypes.x64_enabled, _x64_call,
+                                            default=True)
 
 #: ``with lamina.default_device(device):`` puts uncommitted data and computations
 #: on ``device`` (a platform name picks that platform's first device);
@@ -105,7 +116,7 @@ def _explain_scope(enabled: bool = True) -> Iterator[None]:
 #: ``with lamina.explain_cache_misses(True):`` logs why each traced or lowered
 #: program missed its cache, for a block.
 explain_cache_misses: ContextFlag[bool] = ContextFlag(
-    "jax_explain_cache_misses", explain_cache_misses_enabled, _explain_scope)
+    "jax_explain_cache_misses", explain_cache_misses_enabled, _explain_scope, default=True)
 
 
 @contextmanager
@@ -121,7 +132,7 @@ def _log_compiles_scope(enabled: bool = True) -> Iterator[None]:
 #: ``with lamina.log_compiles(True):`` logs each compilation (function name,
 #: argument signature by path, compile time) on the ``lamina.compiles`` logger.
 log_compiles: ContextFlag[bool] = ContextFlag(
-    "jax_log_compiles", lambda: compile_log.enabled, _log_compiles_scope)
+    "jax_log_compiles", lambda: compile_log.enabled, _log_compiles_scope, default=True)
 
 
 def _renamed(old: str, new: str) -> None:
