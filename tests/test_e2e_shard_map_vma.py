@@ -239,3 +239,44 @@ def test_auto_pcast_off_makes_mismatches_errors() -> None:
         with pytest.raises(ValueError, match="psum is a varying->invariant collective"):
             lx.shard_map(lambda p: lax.psum(p, "i"), mesh=mesh, in_specs=P(), out_specs=P())(p)
     np.testing.assert_allclose(lx.jit(f)(p, x), np.ones((8, 4)))
+
+
+def test_types_list_varying_axes_in_mesh_order() -> None:
+    # JAX 0.10.2 prints these for a mesh ('y', 'x') and one ('b', 'a'): mesh order,
+    # parenthesized when there are several axes
+    seen = []
+
+    def body(a):  # type: ignore[no-untyped-def]
+        seen.append(str(lx.typeof(a)))
+        b = lax.pcast(a, ("x",), to="varying")
+        seen.append(str(lx.typeof(b)))
+        return b
+
+    lx.shard_map(body, mesh=_mesh((2, 4), ("y", "x")), in_specs=P("y"),
+                 out_specs=P(("y", "x")))(jnp.arange(16.0))
+    lx.shard_map(lambda a: seen.append(str(lx.typeof(a))) or a, mesh=_mesh((2, 4), ("b", "a")),
+                 in_specs=P(("a", "b")), out_specs=P(("a", "b")))(jnp.arange(16.0))
+    assert seen == ["float32[8]{V:y}", "float32[8]{V:(y,x)}", "float32[2]{V:(b,a)}"]
+
+
+def test_nested_shard_map_refuses_the_concrete_mesh() -> None:
+    mesh = _mesh((2, 4), ("y", "x"))
+
+    def outer(a):  # type: ignore[no-untyped-def]
+        return lx.shard_map(lambda b: b * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                            axis_names={"x"})(a)
+
+    f = lx.shard_map(outer, mesh=mesh, in_specs=P("y"), out_specs=P("y"), axis_names={"y"})
+    # JAX 0.10.2: "The context mesh AbstractMesh('y': 2, 'x': 4, axis_types=(Manual, Auto),
+    # device_kind=cpu, num_cores=None, platform=cpu) should match the mesh passed to
+    # shard_map Mesh('y': 2, 'x': 4, axis_types=(Auto, Auto))"
+    with pytest.raises(ValueError, match=r"The context mesh AbstractMesh\('y': 2, 'x': 4, "
+                                         r"axis_types=\(Manual, Auto\).*should match the mesh "
+                                         r"passed to shard_map Mesh\('y': 2, 'x': 4"):
+        f(jnp.arange(16.0))
+    # without a mesh the nested one takes the context's, as in JAX
+    nested = lambda a: lx.shard_map(lambda b: b * 2, in_specs=P("x"),  # noqa: E731
+                                    out_specs=P("x"), axis_names={"x"})(a)
+    got = lx.shard_map(nested, mesh=mesh, in_specs=P("y"), out_specs=P("y"),
+                       axis_names={"y"})(jnp.arange(16.0))
+    np.testing.assert_allclose(got, np.arange(16.0) * 2)

@@ -24,9 +24,11 @@ the body does not give (``check_vma``).
 from __future__ import annotations
 
 import functools
+import threading
 import math
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from lamina_interpreters_pxla.sharding import Mesh, NamedSharding, PartitionSpec
@@ -41,7 +43,7 @@ from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_bo
 from lamina_tracing_core.errors import UnboundAxisNameError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
 from lamina_tracing_core.lax import collectives as lax_collectives
-from lamina_tracing_core.mesh import AxisType, type_sharding
+from lamina_tracing_core.mesh import AbstractMesh, AxisType, type_sharding
 from lamina_tracing_core.shard_map import (
     Spec,
     block_aval,
@@ -154,6 +156,8 @@ class _ShardMapped:
                             f"in_specs are positional), got keyword arguments "
                             f"{sorted(kwargs)}")
         mesh = _resolve_mesh(self.mesh, self.name)
+        if self.mesh is not None:
+            _check_context_mesh(mesh)
         manual = _manual_axes(mesh, self.axis_names, self.name)
         dbg = api_util.debug_info("shard_map", self.f, args, {})
         flat_args, in_tree = tu.tree_flatten(args)
@@ -210,7 +214,7 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
         table = None
     if table is not None and key in table:
         return table[key]
-    with manual_axes_bound(mesh, manual, sm.check_vma):
+    with manual_axes_bound(mesh, manual, sm.check_vma), _body_context(mesh, manual):
         typed = sm.check_vma and trace_settings.state.auto_pcast
         fun = _typed_as_out_specs(sm, manual) if typed else sm.f
         try:
@@ -326,9 +330,41 @@ def _as_prefix(specs: Any) -> Any:
     return specs
 
 
+class _BodyContexts(threading.local):
+    def __init__(self) -> None:
+        #: The mesh of each ``shard_map`` body being traced and its abstract
+        #: mesh with the manual axes typed ``Manual`` (innermost last).
+        self.stack: list[tuple[Mesh, AbstractMesh]] = []
+
+
+_body_contexts = _BodyContexts()
+
+
+@contextmanager
+def _body_context(mesh: Mesh, manual: tuple[str, ...]) -> Iterator[None]:
+    outer = _body_contexts.stack[-1][1] if _body_contexts.stack else mesh.abstract_mesh
+    _body_contexts.stack.append(
+        (mesh, outer.update_axis_types({a: AxisType.Manual for a in manual})))
+    try:
+        yield
+    finally:
+        _body_contexts.stack.pop()
+
+
+def _check_context_mesh(mesh: Mesh) -> None:
+    """Inside a ``shard_map`` body the context mesh has the outer manual axes
+    typed ``Manual``, so a concrete ``Mesh`` given to a nested ``shard_map``
+    no longer matches it: JAX refuses that (the nested one takes
+    ``mesh=None`` or the context's abstract mesh)."""
+    if _body_contexts.stack and _body_contexts.stack[-1][1] != mesh.abstract_mesh:
+        raise ShardMapError(f"The context mesh {_body_contexts.stack[-1][1]} should match the "
+                            f"mesh passed to shard_map {mesh}")
+
+
 def _resolve_mesh(mesh: Any, name: str) -> Mesh:
     if mesh is None:
-        mesh = get_current_mesh()
+        # a nested shard_map without a mesh runs on the enclosing body's
+        mesh = _body_contexts.stack[-1][0] if _body_contexts.stack else get_current_mesh()
         if mesh is None:
             raise ShardMapError(f"shard_map({name}): no mesh was given and none is set; pass "
                                 f"mesh=... or call it under set_mesh(mesh)")

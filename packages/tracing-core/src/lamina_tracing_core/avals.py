@@ -50,6 +50,25 @@ class ManualAxisType:
         return self.varying | self.unreduced | self.reduced
 
 
+#: Position of each manual axis name in the mesh of the latest ``shard_map``
+#: body bound over it: varying manual axes are listed in mesh order (JAX orders
+#: them by the context mesh), also when a jaxpr is printed after its trace.
+_mesh_axis_rank: dict[Any, int] = {}
+
+
+def note_mesh_axis_order(axis_names: tuple[Any, ...]) -> None:
+    """Records ``axis_names`` (a mesh's, in its order) as the order in which
+    varying manual axes over them are listed."""
+    _mesh_axis_rank.update((a, i) for i, a in enumerate(axis_names))
+
+
+def order_axes(axes: frozenset[Any]) -> tuple[Any, ...]:
+    """``axes`` in mesh order (see :func:`note_mesh_axis_order`); names of no
+    recorded mesh last, by name."""
+    far = len(_mesh_axis_rank)
+    return tuple(sorted(axes, key=lambda a: (_mesh_axis_rank.get(a, far), str(a))))
+
+
 class ShapedArray:
     """An array's shape, dtype and weak-typedness: the only aval lamina uses.
 
@@ -138,10 +157,12 @@ class ShapedArray:
         return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]{self.vma_str()}"
 
     def vma_str(self) -> str:
-        """``{V:i,j}`` for a value varying over manual axes, as JAX prints it."""
+        """``{V:i}`` / ``{V:(y,x)}`` for a value varying over manual axes, the
+        axes in mesh order, as JAX prints it."""
         if not self.vma:
             return ""
-        return "{V:" + ",".join(sorted(map(str, self.vma))) + "}"
+        names = [str(a) for a in order_axes(self.vma)]
+        return "{V:" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
 
     def _dims_str(self) -> str:
         if self.sharding is not None:

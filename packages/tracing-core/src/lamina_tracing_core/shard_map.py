@@ -57,7 +57,7 @@ from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import vma as _vma
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import ShapedArray, get_aval, note_mesh_axis_order
 from lamina_tracing_core.control_flow.common import retrace
 from lamina_tracing_core.effects import Effects, has_side_effects, remove_named_axes
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo, JaxprEqn
@@ -119,6 +119,7 @@ def manual_axes_bound(mesh: Any, manual_axes: Sequence[str],
     """Binds the manual axes (with their sizes) for tracing or transforming a
     body, typing values with their varying manual axes when ``check_vma``."""
     sizes = _sizes(mesh)
+    note_mesh_axis_order(tuple(mesh.axis_names))
     with core.extend_axis_env_nd([(a, sizes[a]) for a in manual_axes]), \
             _vma.checking_vma(check_vma):
         yield

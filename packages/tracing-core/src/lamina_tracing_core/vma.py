@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from lamina_tracing_core import trace_settings
-from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.avals import ShapedArray, get_aval, order_axes
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
 from lamina_tracing_core.primitives import Primitive, effect_rules
 
@@ -126,7 +126,7 @@ def auto_pcast(on: bool) -> AbstractContextManager[None]:
 
 
 def _ordered(axes: frozenset[Any]) -> tuple[Any, ...]:
-    return tuple(sorted(axes, key=str))
+    return order_axes(axes)
 
 
 # --- pvary ------------------------------------------------------------------------------------
