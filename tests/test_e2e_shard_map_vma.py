@@ -280,3 +280,35 @@ def test_nested_shard_map_refuses_the_concrete_mesh() -> None:
     got = lx.shard_map(nested, mesh=mesh, in_specs=P("y"), out_specs=P("y"),
                        axis_names={"y"})(jnp.arange(16.0))
     np.testing.assert_allclose(got, np.arange(16.0) * 2)
+
+
+def test_vmap_spmd_axis_name_inside_a_body_types_results_varying() -> None:
+    mesh = _mesh((2, 4), ("y", "x"))
+    seen = []
+
+    def body(a):  # type: ignore[no-untyped-def]
+        out = lx.vmap(lambda r: r * 2, spmd_axis_name="x")(a)
+        seen.append(str(lx.typeof(out)))
+        return out
+
+    x = jnp.ones((4, 8))
+    # JAX 0.10.2: the result is float32[2,8]{V:(y,x)}, so out_specs P('y') is refused
+    # ("... out_specs is P('y',) which implies that the corresponding output value is
+    # replicated across mesh axis 'x', but could not infer replication over any axes")
+    with pytest.raises(ValueError, match="replicated across mesh axis 'x', but could not "
+                                         "infer replication over any axes"):
+        lx.shard_map(body, mesh=mesh, in_specs=P("y"), out_specs=P("y"))(x)
+    assert seen == ["float32[2,8]{V:(y,x)}"]
+    got = lx.jit(lx.shard_map(body, mesh=mesh, in_specs=P("y"), out_specs=P("y", "x")))(x)
+    np.testing.assert_allclose(got, np.full((4, 32), 2.0))
+
+
+def test_vmap_spmd_axis_name_inside_a_body_must_name_manual_axes() -> None:
+    mesh = _mesh((2, 4), ("y", "x"))
+    body = lambda a: lx.vmap(lambda r: r * 2, spmd_axis_name="x")(a)  # noqa: E731
+    # JAX 0.10.2: "Axes mentioned in `manual_axis_type` field of ShapedArray should be of
+    # type `Manual`. ... with axis: x of type AxisType.Auto" ('x' is not manual here)
+    with pytest.raises(ValueError, match=r"vmap .*spmd_axis_name='x' inside a shard_map body "
+                                         r"names 'x', not among the body's manual axes"):
+        lx.shard_map(body, mesh=mesh, axis_names={"y"}, in_specs=P("y"),
+                     out_specs=P("y"))(jnp.ones((4, 8)))

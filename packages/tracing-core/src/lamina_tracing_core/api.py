@@ -19,6 +19,7 @@ from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
 from lamina_tracing_core import ad, batching, core, dtypes, vmappable
+from lamina_tracing_core import vma as _vma
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import (Zero, instantiate_zeros, staging, tangent_aval,
                                          typed_array)
@@ -760,6 +761,9 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         # matchaxis/moveaxis normalize them once the output rank is known
         batched = batching.batch_fun(flat_fun, axis_data, in_dims, out_dims)
         outs = batched.call_wrapped(*args_flat)
+        if spmd_axis_name is not None:
+            outs = _vma.vary_over_spmd_axes(outs, [d is not None for d in out_dims()],
+                                            spmd_axis_name, "vmap" + _for_function("vmap", fun))
         return tu.tree_unflatten(out_tree(), outs)
 
     return vmap_f

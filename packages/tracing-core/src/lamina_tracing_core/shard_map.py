@@ -121,7 +121,7 @@ def manual_axes_bound(mesh: Any, manual_axes: Sequence[str],
     sizes = _sizes(mesh)
     note_mesh_axis_order(tuple(mesh.axis_names))
     with core.extend_axis_env_nd([(a, sizes[a]) for a in manual_axes]), \
-            _vma.checking_vma(check_vma):
+            _vma.checking_vma(check_vma, manual_axes):
         yield
 
 

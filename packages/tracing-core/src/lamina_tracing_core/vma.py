@@ -32,10 +32,14 @@ from lamina_tracing_core.effects import Effects, NamedAxisEffect
 from lamina_tracing_core.primitives import Primitive, effect_rules
 
 __all__ = ["checking", "checking_vma", "vma_rules", "result_avals", "insert_pvary",
-           "pvary_p", "join", "vma_of", "auto_pcast", "auto_pcast_on"]
+           "pvary_p", "join", "vma_of", "auto_pcast", "auto_pcast_on", "manual_axes",
+           "vary_over_spmd_axes"]
 
 #: ``[on]``: whether values are typed with their varying manual axes now.
 _checking = [False]
+#: ``[axes]``: the manual axes of the ``shard_map`` body traced now (all the
+#: enclosing bodies' included).
+_manual: list[tuple[Any, ...]] = [()]
 
 VmaRule = Callable[..., frozenset[Any]]
 #: ``rule(*in_avals, **params) -> vma`` of every result, for primitives whose
@@ -49,16 +53,43 @@ def checking() -> bool:
     return _checking[0]
 
 
+def manual_axes() -> tuple[Any, ...]:
+    """The manual mesh axes of the ``shard_map`` bodies traced now."""
+    return _manual[0]
+
+
 @contextmanager
-def checking_vma(on: bool) -> Iterator[None]:
+def checking_vma(on: bool, manual: Sequence[Any] = ()) -> Iterator[None]:
     """Types values with their varying manual axes (or stops, for a body
-    traced with ``check_vma=False``) for the extent of the block."""
-    before = _checking[0]
+    traced with ``check_vma=False``) for the extent of the block, in which
+    ``manual`` axes are manual too."""
+    before, before_manual = _checking[0], _manual[0]
     _checking[0] = on
+    _manual[0] = before_manual + tuple(a for a in manual if a not in before_manual)
     try:
         yield
     finally:
-        _checking[0] = before
+        _checking[0], _manual[0] = before, before_manual
+
+
+def vary_over_spmd_axes(outs: Sequence[Any], batched: Sequence[bool], spmd_axis_name: Any,
+                        where: str) -> list[Any]:
+    """The results of ``vmap(..., spmd_axis_name=...)`` inside a ``shard_map``
+    body: each ``batched`` one varies over those axes (its batch dimension is
+    split over them, as JAX types it), which must be manual axes there."""
+    if not _checking[0] or spmd_axis_name is None:
+        return list(outs)
+    axes = tuple(spmd_axis_name) if isinstance(spmd_axis_name, (tuple, list)) \
+        else (spmd_axis_name,)
+    not_manual = [a for a in axes if a not in _manual[0]]
+    if not_manual:
+        raise ValueError(
+            f"{where}: spmd_axis_name={spmd_axis_name!r} inside a shard_map body names "
+            f"{', '.join(map(repr, not_manual))}, not among the body's manual axes "
+            f"{_manual[0]}: the batch dimension can be split only over manual axes there")
+    return [pvary_p.bind(x, axes=order_axes(frozenset(axes) - vma_of(x)))
+            if b and not frozenset(axes) <= vma_of(x) else x
+            for x, b in zip(outs, batched)]
 
 
 def vma_of(x: Any) -> frozenset[Any]:
