@@ -239,6 +239,12 @@ def check_callable(fun: object) -> None:
     is neither a ``staticmethod`` object nor a generator function)."""
     if isinstance(fun, staticmethod):
         raise TypeError(f"staticmethod arguments are not supported, got {fun!r}")
+    if type(fun) is types.FunctionType:
+        # What inspect.isgeneratorfunction reads for a plain function, without
+        # its unwrapping steps (it is called on every jit and make_jaxpr).
+        if fun.__code__.co_flags & inspect.CO_GENERATOR:
+            raise TypeError(f"Expected a function, got a generator function: {fun!r}")
+        return
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     if inspect.isgeneratorfunction(fun):
@@ -883,6 +889,11 @@ def resolve_argnums_and_argnames(fun: Callable[..., Any], argnums: Any, argnames
     return nums, names
 
 
+def _no_argnums(value: Any) -> bool:
+    """``value`` (an argnums or argnames argument) designates no argument."""
+    return value is None or (type(value) is tuple and not value)
+
+
 def resolve_argnums(fun: Callable[..., Any], donate_argnums: Any, donate_argnames: Any,
                     static_argnums: Any, static_argnames: Any, *, api_name: str = "jit"
                     ) -> tuple[tuple[int, ...], tuple[str, ...], tuple[int, ...], tuple[str, ...]]:
@@ -890,6 +901,9 @@ def resolve_argnums(fun: Callable[..., Any], donate_argnums: Any, donate_argname
     static_argnums, static_argnames)``, each pair completed and validated, and
     static and donated names checked not to intersect. Duplicates are allowed
     (JAX accepts them)."""
+    if all(_no_argnums(a) for a in (donate_argnums, donate_argnames, static_argnums,
+                                    static_argnames)):
+        return (), (), (), ()  # the common case: nothing to complete or validate
     if fun_signature(fun) is None and donate_argnames is not None:
         raise ValueError(f"Getting the signature of function {fun_name(fun)} failed. Pass "
                          f"donate_argnums instead of donate_argnames.")
