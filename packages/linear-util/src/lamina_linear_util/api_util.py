@@ -346,6 +346,13 @@ def _bound_order(sig: inspect.Signature, bound: inspect.BoundArguments,
     return ordered
 
 
+def _all_positional(sig: inspect.Signature, n_args: int) -> bool:
+    """``sig`` has exactly ``n_args`` parameters, all positional ones."""
+    params = sig.parameters
+    return len(params) == n_args and all(
+        p.kind is _POSITIONAL_OR_KEYWORD or p.kind is _POSITIONAL_ONLY for p in params.values())
+
+
 def _arg_names(sig: inspect.Signature | None, args: Sequence[Any], kwargs: dict[str, Any],
                static_argnums: Sequence[int], static_argnames: Sequence[str]
                ) -> tuple[str | None, ...]:
@@ -354,7 +361,10 @@ def _arg_names(sig: inspect.Signature | None, args: Sequence[Any], kwargs: dict[
     args_ = [_STATIC if i in static_nums else x for i, x in enumerate(args)]
     kwargs_ = {k: _STATIC if k in static_names else v for k, v in kwargs.items()}
     ordered: list[tuple[str, Any]] | None = None
-    if sig is not None:
+    if sig is not None and not kwargs_ and _all_positional(sig, len(args_)):
+        # Each parameter gets one positional argument: what binding would give.
+        ordered = list(zip(sig.parameters, args_))
+    elif sig is not None:
         try:
             bound = sig.bind(*args_, **kwargs_)
         except TypeError:
