@@ -478,7 +478,7 @@ def result_paths(fun: WrappedFun) -> tuple[WrappedFun, Callable[[], tuple[str, .
     :func:`flatten_fun` (it must see the pytree output).
     """
     new_fun, thunk = transformation_with_aux(_record_result_paths, fun)
-    paths_thunk = cast(Callable[[], tuple[str, ...]], thunk)
+    paths_thunk = cast("Callable[[], tuple[str, ...]]", thunk)
     if fun.debug_info is not None:
         new_fun = new_fun.replace_debug_info(fun.debug_info.with_result_paths(paths_thunk))
     return new_fun, paths_thunk
@@ -500,7 +500,7 @@ def _flatten_fun(inner: Callable[..., Any], store: Store, in_tree: PyTreeDef,
     py_args, py_kwargs = in_tree.unflatten(args_flat)
     ans_flat, out_tree = _flatten(inner(*py_args, **py_kwargs))
     store.store(out_tree)
-    return cast(list[Any], ans_flat)
+    return cast("list[Any]", ans_flat)
 
 
 def flatten_fun(f: WrappedFun, in_tree: PyTreeDef
@@ -512,7 +512,7 @@ def flatten_fun(f: WrappedFun, in_tree: PyTreeDef
     returns the list of output leaves; the thunk gives the output structure.
     """
     new_fun, thunk = transformation_with_aux(_flatten_fun, f, in_tree)
-    return new_fun, cast(Callable[[], PyTreeDef], thunk)
+    return new_fun, cast("Callable[[], PyTreeDef]", thunk)
 
 
 def _flatten_fun_nokwargs(inner: Callable[..., Any], store: Store, in_tree: PyTreeDef,
@@ -520,7 +520,7 @@ def _flatten_fun_nokwargs(inner: Callable[..., Any], store: Store, in_tree: PyTr
     _check_flat_count("flatten_fun_nokwargs", in_tree, args_flat)
     ans_flat, out_tree = _flatten(inner(*in_tree.unflatten(args_flat)))
     store.store(out_tree)
-    return cast(list[Any], ans_flat)
+    return cast("list[Any]", ans_flat)
 
 
 def flatten_fun_nokwargs(f: WrappedFun, in_tree: PyTreeDef
@@ -528,7 +528,7 @@ def flatten_fun_nokwargs(f: WrappedFun, in_tree: PyTreeDef
     """Like :func:`flatten_fun` for a function of positional arguments only:
     ``in_tree`` is the structure of the args tuple."""
     new_fun, thunk = transformation_with_aux(_flatten_fun_nokwargs, f, in_tree)
-    return new_fun, cast(Callable[[], PyTreeDef], thunk)
+    return new_fun, cast("Callable[[], PyTreeDef]", thunk)
 
 
 def _flatten_fun_nokwargs2(inner: Callable[..., Any], store: Store, in_tree: PyTreeDef,
@@ -553,7 +553,7 @@ def flatten_fun_nokwargs2(f: WrappedFun, in_tree: PyTreeDef
     Its results are ``ans``'s leaves (``aux`` is a side output), so its
     result paths are the first ``ans`` paths of ``f``'s (``result[0]``, ...)."""
     new_fun, thunk = transformation_with_aux(_flatten_fun_nokwargs2, f, in_tree)
-    trees = cast(Callable[[], tuple[PyTreeDef, PyTreeDef]], thunk)
+    trees = cast("Callable[[], tuple[PyTreeDef, PyTreeDef]]", thunk)
     dbg = f.debug_info
     if dbg is not None and dbg.result_paths is not None:
         pair_paths = dbg.result_paths

@@ -242,7 +242,7 @@ class Jitted:
         treedef: Any = structure
         static_key: Any = None
         if self._has_static:
-            treedef, static_key = cast(tuple[Any, Any], structure)
+            treedef, static_key = cast("tuple[Any, Any]", structure)
         try:
             key = persistent_trace.call_key(self._info, static_key, treedef, leaves, avals,
                                             context)
