@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
-from lamina_linear_util._fun_info import fun_name, fun_sourceinfo
+from lamina_linear_util._fun_info import fun_name, fun_sourceinfo, is_generator_function
 from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_linear_util.errors import NonHashableStaticArgumentError
 from lamina_linear_util.linear_util import (
@@ -239,15 +239,9 @@ def check_callable(fun: object) -> None:
     is neither a ``staticmethod`` object nor a generator function)."""
     if isinstance(fun, staticmethod):
         raise TypeError(f"staticmethod arguments are not supported, got {fun!r}")
-    if type(fun) is types.FunctionType:
-        # What inspect.isgeneratorfunction reads for a plain function, without
-        # its unwrapping steps (it is called on every jit and make_jaxpr).
-        if fun.__code__.co_flags & inspect.CO_GENERATOR:
-            raise TypeError(f"Expected a function, got a generator function: {fun!r}")
-        return
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    if inspect.isgeneratorfunction(fun):
+    if is_generator_function(fun):
         raise TypeError(f"Expected a function, got a generator function: {fun!r}")
 
 
