@@ -9,10 +9,19 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from types import CodeType
+from types import CodeType, FunctionType
 from typing import Any
 
-__all__ = ["fun_name", "fun_sourceinfo"]
+__all__ = ["fun_name", "fun_sourceinfo", "is_generator_function"]
+
+def is_generator_function(fun: object) -> bool:
+    """``inspect.isgeneratorfunction(fun)``, read straight from the code flags
+    for a plain function (jit, make_jaxpr and every transformation pushed on a
+    traced function ask it, so it is on the path of each call)."""
+    if type(fun) is FunctionType:
+        return bool(fun.__code__.co_flags & inspect.CO_GENERATOR)
+    return inspect.isgeneratorfunction(fun)
+
 
 # Bounds the unwrapping of pathological chains (objects whose `__wrapped__`
 # or `func` keeps producing new objects).

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
-from lamina_linear_util._fun_info import fun_name, fun_sourceinfo
+from lamina_linear_util._fun_info import fun_name, fun_sourceinfo, is_generator_function
 from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_linear_util.errors import NonHashableStaticArgumentError
 from lamina_linear_util.linear_util import (
@@ -241,7 +241,7 @@ def check_callable(fun: object) -> None:
         raise TypeError(f"staticmethod arguments are not supported, got {fun!r}")
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    if inspect.isgeneratorfunction(fun):
+    if is_generator_function(fun):
         raise TypeError(f"Expected a function, got a generator function: {fun!r}")
 
 
@@ -340,6 +340,13 @@ def _bound_order(sig: inspect.Signature, bound: inspect.BoundArguments,
     return ordered
 
 
+def _all_positional(sig: inspect.Signature, n_args: int) -> bool:
+    """``sig`` has exactly ``n_args`` parameters, all positional ones."""
+    params = sig.parameters
+    return len(params) == n_args and all(
+        p.kind is _POSITIONAL_OR_KEYWORD or p.kind is _POSITIONAL_ONLY for p in params.values())
+
+
 def _arg_names(sig: inspect.Signature | None, args: Sequence[Any], kwargs: dict[str, Any],
                static_argnums: Sequence[int], static_argnames: Sequence[str]
                ) -> tuple[str | None, ...]:
@@ -348,7 +355,10 @@ def _arg_names(sig: inspect.Signature | None, args: Sequence[Any], kwargs: dict[
     args_ = [_STATIC if i in static_nums else x for i, x in enumerate(args)]
     kwargs_ = {k: _STATIC if k in static_names else v for k, v in kwargs.items()}
     ordered: list[tuple[str, Any]] | None = None
-    if sig is not None:
+    if sig is not None and not kwargs_ and _all_positional(sig, len(args_)):
+        # Each parameter gets one positional argument: what binding would give.
+        ordered = list(zip(sig.parameters, args_))
+    elif sig is not None:
         try:
             bound = sig.bind(*args_, **kwargs_)
         except TypeError:
@@ -462,7 +472,7 @@ def result_paths(fun: WrappedFun) -> tuple[WrappedFun, Callable[[], tuple[str, .
     :func:`flatten_fun` (it must see the pytree output).
     """
     new_fun, thunk = transformation_with_aux(_record_result_paths, fun)
-    paths_thunk = cast(Callable[[], tuple[str, ...]], thunk)
+    paths_thunk = cast("Callable[[], tuple[str, ...]]", thunk)
     if fun.debug_info is not None:
         new_fun = new_fun.replace_debug_info(fun.debug_info.with_result_paths(paths_thunk))
     return new_fun, paths_thunk
@@ -484,7 +494,7 @@ def _flatten_fun(inner: Callable[..., Any], store: Store, in_tree: PyTreeDef,
     py_args, py_kwargs = in_tree.unflatten(args_flat)
     ans_flat, out_tree = _flatten(inner(*py_args, **py_kwargs))
     store.store(out_tree)
-    return cast(list[Any], ans_flat)
+    return cast("list[Any]", ans_flat)
 
 
 def flatten_fun(f: WrappedFun, in_tree: PyTreeDef
@@ -496,7 +506,7 @@ def flatten_fun(f: WrappedFun, in_tree: PyTreeDef
     returns the list of output leaves; the thunk gives the output structure.
     """
     new_fun, thunk = transformation_with_aux(_flatten_fun, f, in_tree)
-    return new_fun, cast(Callable[[], PyTreeDef], thunk)
+    return new_fun, cast("Callable[[], PyTreeDef]", thunk)
 
 
 def _flatten_fun_nokwargs(inner: Callable[..., Any], store: Store, in_tree: PyTreeDef,
@@ -504,7 +514,7 @@ def _flatten_fun_nokwargs(inner: Callable[..., Any], store: Store, in_tree: PyTr
     _check_flat_count("flatten_fun_nokwargs", in_tree, args_flat)
     ans_flat, out_tree = _flatten(inner(*in_tree.unflatten(args_flat)))
     store.store(out_tree)
-    return cast(list[Any], ans_flat)
+    return cast("list[Any]", ans_flat)
 
 
 def flatten_fun_nokwargs(f: WrappedFun, in_tree: PyTreeDef
@@ -512,7 +522,7 @@ def flatten_fun_nokwargs(f: WrappedFun, in_tree: PyTreeDef
     """Like :func:`flatten_fun` for a function of positional arguments only:
     ``in_tree`` is the structure of the args tuple."""
     new_fun, thunk = transformation_with_aux(_flatten_fun_nokwargs, f, in_tree)
-    return new_fun, cast(Callable[[], PyTreeDef], thunk)
+    return new_fun, cast("Callable[[], PyTreeDef]", thunk)
 
 
 def _flatten_fun_nokwargs2(inner: Callable[..., Any], store: Store, in_tree: PyTreeDef,
@@ -537,7 +547,7 @@ def flatten_fun_nokwargs2(f: WrappedFun, in_tree: PyTreeDef
     Its results are ``ans``'s leaves (``aux`` is a side output), so its
     result paths are the first ``ans`` paths of ``f``'s (``result[0]``, ...)."""
     new_fun, thunk = transformation_with_aux(_flatten_fun_nokwargs2, f, in_tree)
-    trees = cast(Callable[[], tuple[PyTreeDef, PyTreeDef]], thunk)
+    trees = cast("Callable[[], tuple[PyTreeDef, PyTreeDef]]", thunk)
     dbg = f.debug_info
     if dbg is not None and dbg.result_paths is not None:
         pair_paths = dbg.result_paths
@@ -883,6 +893,11 @@ def resolve_argnums_and_argnames(fun: Callable[..., Any], argnums: Any, argnames
     return nums, names
 
 
+def _no_argnums(value: Any) -> bool:
+    """``value`` (an argnums or argnames argument) designates no argument."""
+    return value is None or (type(value) is tuple and not value)
+
+
 def resolve_argnums(fun: Callable[..., Any], donate_argnums: Any, donate_argnames: Any,
                     static_argnums: Any, static_argnames: Any, *, api_name: str = "jit"
                     ) -> tuple[tuple[int, ...], tuple[str, ...], tuple[int, ...], tuple[str, ...]]:
@@ -890,6 +905,9 @@ def resolve_argnums(fun: Callable[..., Any], donate_argnums: Any, donate_argname
     static_argnums, static_argnames)``, each pair completed and validated, and
     static and donated names checked not to intersect. Duplicates are allowed
     (JAX accepts them)."""
+    if all(_no_argnums(a) for a in (donate_argnums, donate_argnames, static_argnums,
+                                    static_argnames)):
+        return (), (), (), ()  # the common case: nothing to complete or validate
     if fun_signature(fun) is None and donate_argnames is not None:
         raise ValueError(f"Getting the signature of function {fun_name(fun)} failed. Pass "
                          f"donate_argnums instead of donate_argnames.")

@@ -292,7 +292,9 @@ class TracingDebugInfo:
         """A copy with new ``result_paths`` (a sequence, a thunk or ``None``)."""
         if result_paths is not None and not callable(result_paths):
             result_paths = tuple(result_paths)
-        return dataclasses.replace(self, result_paths=result_paths)
+        # Built directly: every traced function passes here, and
+        # dataclasses.replace costs several times more.
+        return type(self)(self.traced_for, self.func_src_info, self.arg_names, result_paths)
 
     def with_unknown_names(self) -> TracingDebugInfo:
         """A copy whose argument names are all ``None`` and result paths unknown."""

@@ -53,12 +53,11 @@ they become part of cache keys and cached values.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
-from lamina_linear_util._fun_info import fun_name
+from lamina_linear_util._fun_info import fun_name, is_generator_function
 from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_linear_util.errors import StoreError, TransformationError
 
@@ -207,7 +206,7 @@ class WrappedFun:
         static_args = tuple(gen_static_args)
         inner = self.f_transformed
         f_transformed: Callable[..., Any]
-        if inspect.isgeneratorfunction(gen):
+        if is_generator_function(gen):
             f_transformed = partial(_run_generator, gen, inner, out_store, static_args)
         elif out_store is None:
             f_transformed = partial(gen, inner, *static_args)

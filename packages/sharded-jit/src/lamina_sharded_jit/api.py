@@ -32,6 +32,7 @@ from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.caches import clear_caches as clear_runtime_caches
 from lamina_interpreters_pxla.cpp_dispatch import Fastpath, fastpath, new_cpp_function
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
+from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import core
@@ -241,7 +242,7 @@ class Jitted:
         treedef: Any = structure
         static_key: Any = None
         if self._has_static:
-            treedef, static_key = cast(tuple[Any, Any], structure)
+            treedef, static_key = cast("tuple[Any, Any]", structure)
         try:
             key = persistent_trace.call_key(self._info, static_key, treedef, leaves, avals,
                                             context)
@@ -462,16 +463,21 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
     tracing cache, as in JAX: ``jit(f)(x)`` then ``make_jaxpr(f)(x)`` traces
     ``f`` once. Calls under a transformation (which may close over its
     tracers) and calls with ``axis_env`` trace directly."""
-    direct = tc_api.make_jaxpr(fun, static_argnums=static_argnums, axis_env=axis_env,
-                               return_shape=return_shape, abstracted_axes=abstracted_axes)
-    if axis_env:
-        return direct
+    def direct() -> Callable[..., Any]:
+        return tc_api.make_jaxpr(fun, static_argnums=static_argnums, axis_env=axis_env,
+                                 return_shape=return_shape, abstracted_axes=abstracted_axes)
+
+    if axis_env or abstracted_axes is not None:
+        return direct()
+    # What tc_api.make_jaxpr checks when it is made; the direct tracer itself
+    # is only made for a call under a transformation.
+    api_util.ensure_index_tuple(static_argnums, what="static_argnums")
     jitted = _plain_jitted(fun, static_argnums)
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
         if core.cur_level() != 0 or not at_top_level():
-            return direct(*args, **kwargs)
+            return direct()(*args, **kwargs)
         traced = jitted.trace(*args, **kwargs)
         if return_shape:
             shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type)

@@ -36,7 +36,8 @@ from lamina_tracing_core import core, dtypes, trace_settings
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr
-from lamina_tracing_core.source_info import include_full_tracebacks_in_locations, reset_name_stack
+from lamina_tracing_core.source_info import (
+    NameStack, include_full_tracebacks_in_locations, set_name_stack)
 
 from lamina_sharded_jit.explain import describe_trace_miss, log_cost
 
@@ -105,13 +106,14 @@ def _trace(fun: WrappedFun, in_shardings: tuple[Any, ...]) -> TraceResult:
     in_avals = list(fun.in_type or ())
     start = time.perf_counter()
     fresh, _mode.fresh = _mode.fresh, False  # only the outermost trace starts afresh
+    outer_stack = set_name_stack(NameStack())
     try:
-        with reset_name_stack():
-            if fresh:
-                jaxpr, out_avals, consts = pe.trace_to_jaxpr_final(fun, in_avals)
-            else:
-                jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(fun, in_avals)
+        if fresh:
+            jaxpr, out_avals, consts = pe.trace_to_jaxpr_final(fun, in_avals)
+        else:
+            jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(fun, in_avals)
     finally:
+        set_name_stack(outer_stack)
         _mode.fresh = fresh
     dbg = fun.debug_info
     log_cost("tracing", dbg.func_src_info if dbg is not None and dbg.func_src_info
