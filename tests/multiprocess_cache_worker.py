@@ -13,7 +13,6 @@ the sum, and the warnings raised.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import warnings
@@ -47,16 +46,9 @@ def main(cache_dir: str, out_dir: str) -> None:
     from lamina_sharded_jit import persistent_trace
     from lamina_sharded_jit.tracing import trace_stats
 
-    compiles: list[str] = []
+    from compile_counting import count_compiles
 
-    class CountCompiles(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if record.getMessage().startswith("Finished XLA compilation"):
-                compiles.append(record.getMessage())
-
-    logging.getLogger("lamina.compiles").addHandler(CountCompiles())
-    logging.getLogger("lamina.compiles").propagate = False
-    lx.config.update("log_compiles", True)
+    compiles = count_compiles(lx)
     lx.config.update("compilation_cache_dir", cache_dir)
     lx.config.update("persistent_cache_min_compile_time_secs", 0)
     lx.config.update("persistent_trace_cache", True)

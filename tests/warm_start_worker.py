@@ -18,7 +18,6 @@ import time
 START = time.perf_counter()
 
 import json  # noqa: E402
-import logging  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
@@ -47,16 +46,9 @@ def main(argv: list[str]) -> None:
     from lamina_sharded_jit import persistent_trace
     from lamina_sharded_jit.tracing import trace_stats
 
-    compiles: list[str] = []
+    from compile_counting import count_compiles
 
-    class CountCompiles(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if record.getMessage().startswith("Finished XLA compilation"):
-                compiles.append(record.getMessage())
-
-    logging.getLogger("lamina.compiles").addHandler(CountCompiles())
-    logging.getLogger("lamina.compiles").propagate = False
-    lx.config.update("log_compiles", True)
+    compiles = count_compiles(lx)
     lx.config.update("compilation_cache_dir", argv[0])
     lx.config.update("persistent_cache_min_compile_time_secs", 0)
     if "--trace-cache" in argv:

@@ -168,22 +168,25 @@ def i32_attr(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(value))
 
 
-def flatten_ir_values(xs: Iterable[Value | Sequence[Value]]) -> list[Value]:
-    """One list of values from values and sequences of values."""
-    out: list[Value] = []
+def _flatten_one_level(xs: Iterable[Any], leaf_type: type) -> list[Any]:
+    """``xs`` with each sequence among them spliced in (leaves of ``leaf_type`` kept)."""
+    out: list[Any] = []
     for x in xs:
-        if isinstance(x, ir.Value):
+        if isinstance(x, leaf_type):
             out.append(x)
         else:
             out.extend(x)
     return out
 
 
+def flatten_ir_values(xs: Iterable[Value | Sequence[Value]]) -> list[Value]:
+    """One list of values from values and sequences of values."""
+    return _flatten_one_level(xs, ir.Value)
+
+
 def module_to_string(module: ir.Module, enable_debug_info: bool | None = None) -> str:
     """The module's MLIR text (with locations when ``enable_debug_info``)."""
     return module_to_text(module, debug_info=bool(enable_debug_info))
-
-
 
 
 def token_type() -> ir.Type:
@@ -193,13 +196,7 @@ def token_type() -> ir.Type:
 
 def flatten_ir_types(xs: Iterable[ir.Type | Sequence[ir.Type]]) -> list[ir.Type]:
     """One list of types from types and sequences of types."""
-    out: list[ir.Type] = []
-    for x in xs:
-        if isinstance(x, ir.Type):
-            out.append(x)
-        else:
-            out.extend(x)
-    return out
+    return _flatten_one_level(xs, ir.Type)
 
 
 def unflatten_ir_values_like_types(xs: Iterable[Value],
