@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 SCRIPT = """
     import json
@@ -46,15 +47,22 @@ SCRIPT = """
 """
 
 
-def test_library_names_through_the_alias(tmp_path: Path) -> None:
-    script = tmp_path / "names.py"
-    script.write_text(textwrap.dedent(SCRIPT))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
+def _run_script(tmp_path: Path, name: str, source: str, **env_vars: str) -> Any:
+    """Runs ``source`` as a script in a fresh interpreter (no PYTHONPATH, so
+    lamina comes from the installed packages) and returns the JSON object of
+    its last output line."""
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(source))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", **env_vars)
     env.pop("PYTHONPATH", None)
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=180, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_library_names_through_the_alias(tmp_path: Path) -> None:
+    out = _run_script(tmp_path, "names.py", SCRIPT)
     assert out == {"version": "0.10.2", "version_info": [0, 10, 2], "in_dir": True,
                    "layout": "FormatLayout", "sync": True, "runtime_error": True, "rank": True}
 
@@ -92,13 +100,6 @@ PRIVATE_SCRIPT = """
 def test_private_modules_libraries_patch_or_read(tmp_path: Path) -> None:
     # chex wraps jax._src.compiler.backend_compile_and_load (restrict_backends)
     # and reads jax._src.xla_bridge._backends (set_n_cpu_devices)
-    script = tmp_path / "private.py"
-    script.write_text(textwrap.dedent(PRIVATE_SCRIPT))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", LAMINA_PLATFORMS="cpu")
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=180, env=env, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _run_script(tmp_path, "private.py", PRIVATE_SCRIPT, LAMINA_PLATFORMS="cpu")
     assert out == {"backends_before": None, "forbidden": True, "after": [3.0, 3.0],
                    "seen": ["cpu"], "backends_after": ["cpu"]}
