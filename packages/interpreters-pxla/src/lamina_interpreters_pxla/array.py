@@ -434,15 +434,24 @@ _avals.aval_handlers[Array] = _aval_of_array
 
 
 
-def array_from_children(_aux: Any, children: Sequence[ArrayImpl]) -> Array:
-    """``Array(children[0])`` as a pytree unflatten callback (jaxlib's C++
-    jit path calls it once per result of every cached call, hence
-    ``Array.__init__`` inlined)."""
-    x: Array = _new_object(Array)
-    x._arr = children[0]
-    x._npy = None
-    x._dispatch_key = None
-    return x
+def wrap_results(tree: Any, impls: Sequence[ArrayImpl]) -> Any:
+    """The ``ArrayImpl``s a cached call made, as ``Array``s in ``tree`` (a
+    ``PyTreeDef``; ``None``: ``impls`` is one bare result). jaxlib's C++ jit
+    path calls this once per cached call, hence ``Array.__init__`` inlined."""
+    if tree is None:
+        x: Array = _new_object(Array)
+        x._arr = impls[0]
+        x._npy = None
+        x._dispatch_key = None
+        return x
+    arrays = []
+    for impl in impls:
+        x = _new_object(Array)
+        x._arr = impl
+        x._npy = None
+        x._dispatch_key = None
+        arrays.append(x)
+    return tree.unflatten(arrays)
 
 
 _new_object = object.__new__

@@ -13,8 +13,10 @@ Lamina's ``Array`` wraps an ``ArrayImpl``, and the C++ path only takes
 ``ArrayImpl``s. The arguments are therefore parsed with
 ``tree_util.dispatch_registry``, in which ``Array`` is a dataclass-style node
 whose one child is its ``_arr`` (read in C++, no Python call). The results'
-tree has a :class:`_Result` node in place of each array, whose unflatten
-wraps the ``ArrayImpl`` the C++ path made in an ``Array``.
+tree is one :class:`_Results` node over the ``ArrayImpl``s the C++ path made,
+whose unflatten wraps them in ``Array``s and rebuilds the caller's tree: one
+Python call per call, whatever the number of results (a node per result
+would cost a Python call each).
 
 The C++ function is what ``jit`` and ``pmap`` return, with no Python frame in
 front of it, so the state a call depends on besides its arguments is kept in
@@ -41,7 +43,7 @@ from lamina_tracing_core import core, dtypes, trace_settings
 
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla._jaxlib import _jax
-from lamina_interpreters_pxla.array import Array, array_from_children
+from lamina_interpreters_pxla.array import Array, wrap_results
 from lamina_interpreters_pxla.config import config
 from lamina_interpreters_pxla.layouts import has_custom_layout
 from lamina_interpreters_pxla.transfer import shard_args
@@ -53,7 +55,7 @@ class Fastpath(NamedTuple):
     """What jaxlib's C++ ``pjit`` reads (by attribute) to run a signature."""
 
     xla_executable: Any
-    out_pytree_def: Any          # from tu.dispatch_registry, a _Result node per result
+    out_pytree_def: Any          # from tu.dispatch_registry, a _Results node over the results
     in_shardings: list[Any]      # one per kept argument
     out_shardings: list[Any]
     out_avals: list[Any]
@@ -99,7 +101,7 @@ def fastpath(loaded: Any, leaves: Sequence[Any], in_shardings: Sequence[Any],
     kept_set = set(kept)
     return Fastpath(
         xla_executable=loaded,
-        out_pytree_def=out_def.compose(_RESULT_DEF),
+        out_pytree_def=_results_def(out_def, len(outs)),
         in_shardings=[in_shardings[i] for i in kept],
         out_shardings=[o._sharding for o in out_impls],
         out_avals=[o.aval for o in out_impls],
@@ -113,16 +115,26 @@ def _is_array(x: Any) -> bool:
     return type(x) is Array
 
 
-class _Result:
-    """Stands for one result in a fastpath's output tree: a node whose one
-    leaf is the ``ArrayImpl`` the C++ path made, rebuilt as an ``Array``."""
+class _Results:
+    """The root of a fastpath's output tree: its children are the
+    ``ArrayImpl``s the C++ path made, its node data the tree of the results
+    (``None`` for a bare array, the common case, which needs no rebuild)."""
 
-    __slots__ = ()
+    __slots__ = ("tree", "count")
+
+    def __init__(self, tree: Any, count: int):
+        self.tree = tree
+        self.count = count
+
+
+def _results_def(out_def: Any, count: int) -> Any:
+    bare = out_def.num_nodes == 1 and count == 1
+    results = _Results(None if bare else out_def, count)
+    return tu.dispatch_registry.flatten(results)[1]
 
 
 tu.dispatch_registry.register_dataclass_node(Array, ["_arr"], [])
-tu.dispatch_registry.register_node(_Result, lambda _: ((0,), None), array_from_children)
-_RESULT_DEF: Any = tu.dispatch_registry.flatten(_Result(), _is_array)[1]
+tu.dispatch_registry.register_node(_Results, lambda r: (range(r.count), r.tree), wrap_results)
 
 
 def _shard_arg_fallback(x: Any, sharding: Any, layout: Any) -> Any:
