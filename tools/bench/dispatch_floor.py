@@ -6,9 +6,11 @@ needed) times, interleaved and best-of-rounds, a cached call of
 jaxlib's C++ ``pjit`` over the very same compiled program, taking and
 returning jaxlib ``ArrayImpl``s, which is what JAX's own cached path does.
 The difference is what lamina's ``Array`` wrapper costs on that path (one
-pytree node per argument, one Python call per result, and the Python
-``block_until_ready`` method), separated from every other difference between
-the two libraries. Times are this process's CPU time (best of rounds), which
+pytree node per argument, one Python call per call that wraps every result,
+an ``Array`` object per result, and the Python ``block_until_ready`` method),
+separated from every other difference between the two libraries. The twin
+also runs on lamina ``Array`` arguments (its results still raw), which splits
+that cost into the arguments' part and the results' part. Times are this process's CPU time (best of rounds), which
 other processes on a shared machine disturb less than wall time.
 """
 
@@ -40,7 +42,8 @@ def _raw_twin(f: Any, args: tuple[Any, ...]) -> Any:
                     [bool(i._committed) for i in impls], [True] * n_args, [None] * n_args, [])
 
     def miss(*a: Any) -> Any:
-        results = run.loaded.execute_sharded(list(tu.tree_leaves(a)))
+        leaves = [x._arr if type(x) is lx.Array else x for x in tu.tree_leaves(a)]
+        results = run.loaded.execute_sharded(leaves)
         return out_def.unflatten(results.consume_with_handlers(run.handlers)), fast, False
 
     return _jax.pjit("twin", None, miss, [], [], ("twin", id(f)), tu.dispatch_registry,
@@ -65,10 +68,12 @@ def cases() -> dict[str, Callable[[], Any]]:
         "add1 twin": lambda: add1_twin(x_impl).block_until_ready(),
         "add1 lamina, no wait": lambda: add1(x),
         "add1 twin, no wait": lambda: add1_twin(x_impl),
+        "add1 twin, Array in": lambda: add1_twin(x),
         "pytree10 lamina": lambda: [v.block_until_ready() for v in tree_fn(tree).values()],
         "pytree10 twin": lambda: [v.block_until_ready() for v in tree_twin(tree_impls).values()],
         "pytree10 lamina, no wait": lambda: tree_fn(tree),
         "pytree10 twin, no wait": lambda: tree_twin(tree_impls),
+        "pytree10 twin, Array in": lambda: tree_twin(tree),
     }
 
 
@@ -86,6 +91,11 @@ def main() -> None:
             twin = name.replace("lamina", "twin")
             print(f"{name:28s} {best[name] * 1e6:8.2f} µs   twin {best[twin] * 1e6:8.2f} µs   "
                   f"ratio {best[name] / best[twin]:.3f}")
+    for case in ("add1", "pytree10"):
+        raw, lamina = best[f"{case} twin, no wait"], best[f"{case} lamina, no wait"]
+        array_in = best[f"{case} twin, Array in"]
+        print(f"{case:8s} extra per call: arguments {(array_in - raw) * 1e6:6.2f} µs, "
+              f"results {(lamina - array_in) * 1e6:6.2f} µs")
 
 
 if __name__ == "__main__":

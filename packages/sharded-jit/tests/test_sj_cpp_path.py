@@ -16,6 +16,7 @@ from lamina_interpreters_pxla.array import Array, DeletedArrayError
 from lamina_sharded_jit import api as sj_api
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes
+from lamina_linear_util import tree_util
 
 
 @pytest.fixture
@@ -48,6 +49,26 @@ def test_repeated_calls_never_enter_python(python_calls: list[int]) -> None:
     np.testing.assert_allclose(np.asarray(out["p"][0]), [5, 12])
     f(out["s"], {"a": out["s"], "b": out["p"][0]})  # results fed back: same signature
     assert python_calls[0] == 1 and f._cache_size() == 1
+
+
+@pytest.mark.parametrize("make_out", [
+    lambda x: x + 1,
+    lambda x: (x + 1,),
+    lambda x: {"n": None, "e": (), "b": [x * 2, {"z": x}]},
+    lambda x: (),
+], ids=["bare", "one-tuple", "nested-with-empties", "no-results"])
+def test_cached_results_rebuild_the_callers_tree(python_calls: list[int], make_out: Any) -> None:
+    f = sj.jit(make_out)
+    x = _arr(1, 2)
+    first = f(x)
+    again = f(x)
+    assert python_calls[0] == 1
+    first_leaves, first_tree = tree_util.tree_flatten(first)
+    again_leaves, again_tree = tree_util.tree_flatten(again)
+    assert again_tree == first_tree
+    assert all(type(leaf) is Array for leaf in again_leaves)
+    for a, b in zip(first_leaves, again_leaves):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_new_shapes_host_values_and_unused_arguments(python_calls: list[int]) -> None:
