@@ -10,8 +10,9 @@ pytree node per argument, one Python call per call that wraps every result,
 an ``Array`` object per result, and the Python ``block_until_ready`` method),
 separated from every other difference between the two libraries. The twin
 also runs on lamina ``Array`` arguments (its results still raw), which splits
-that cost into the arguments' part and the results' part. Times are this process's CPU time (best of rounds), which
-other processes on a shared machine disturb less than wall time.
+that cost into the arguments' part and the results' part. Times are this
+process's CPU time (best of rounds), which other processes on a shared
+machine disturb less than wall time.
 """
 
 from __future__ import annotations

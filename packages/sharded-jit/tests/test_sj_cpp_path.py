@@ -13,10 +13,10 @@ import pytest
 import lamina_interpreters_pxla as px
 import lamina_sharded_jit as sj
 from lamina_interpreters_pxla.array import Array, DeletedArrayError
+from lamina_linear_util import tree_util
 from lamina_sharded_jit import api as sj_api
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes
-from lamina_linear_util import tree_util
 
 
 @pytest.fixture
