@@ -173,9 +173,10 @@ def _pvary_vma(x: ShapedArray, *, axes: tuple[Any, ...]) -> frozenset[Any]:
     already = [a for a in axes if a in x.vma]
     if already:
         raise ValueError(
-            f"pvary is an invariant->varying cast: the axes it names must not be among "
-            f"those the operand already varies over. Got axes={axes} for an operand of type "
-            f"{x.str_short()}")
+            f"pvary is a invariant->variant collective. This means that the axis names "
+            f"mentioned in `axes` passed to `pvary` must not be present in "
+            f"`jax.typeof(inp).mat.varying`. Got axes={axes} and "
+            f"jax.typeof(inp)={x.str_long()}")
     return x.vma | frozenset(axes)
 
 
