@@ -115,7 +115,9 @@ def global_aval(aval: ShapedArray, spec: Spec, mesh: Any,
     ``spec``: it varies over no axis of this body (``manual_axes``)."""
     tiles = _tiles(spec, _sizes(mesh)) + [1] * (aval.ndim - len(spec))
     return aval.update(shape=tuple(d * t for d, t in zip(aval.shape, tiles)),
-                       vma=aval.vma - frozenset(manual_axes))
+                       vma=tuple(a for a in aval.vma_order if a not in manual_axes),
+                       unreduced=tuple(a for a in aval.unreduced_order if a not in manual_axes),
+                       reduced=tuple(a for a in aval.reduced_order if a not in manual_axes))
 
 
 @contextmanager
@@ -420,7 +422,8 @@ def check_replication(out_avals: Sequence[ShapedArray], mesh: Any, out_specs: Se
     msgs = []
     for i, (aval, spec) in enumerate(zip(out_avals, out_specs)):
         unmentioned = _unmentioned(spec, manual_axes)
-        bad = [a for a in unmentioned if a in aval.vma]
+        # an unreduced value differs between devices too (a summand on each)
+        bad = [a for a in unmentioned if a in aval.vma or a in aval.unreduced]
         if not bad:
             continue
         path = result_paths[i] if i < len(result_paths) and result_paths[i] else f"#{i}"

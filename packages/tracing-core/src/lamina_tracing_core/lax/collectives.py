@@ -137,6 +137,10 @@ def psum(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None) -> Any:
                 leaf = reductions.reduce_sum(leaf, [common.canonicalize_axis(a, nd) for a in pos])
             return ew.mul(common.const(leaf, size), leaf) if size != 1 else leaf
         if _vma.checking() and not any(isinstance(a, int) for a in axes) and groups is None:
+            aval = get_aval(leaf)
+            if aval.unreduced & set(axes):
+                # unreduced -> invariant: the sum of the per-device summands
+                return manual_types.psum_unreduced(leaf, aval, axes)
             # varying -> invariant: the sum over devices, whose transpose is pvary
             return psum_invariant_p.bind(_vary_over(leaf, axes), axes=axes)
         return psum_p.bind(leaf, axes=axes, axis_index_groups=groups)
@@ -734,20 +738,27 @@ _PCAST_TO = ("varying", "reduced", "unreduced")
 
 def pcast(x: Any, axis_name: AxisName, *, to: str) -> Any:
     """Changes the manual-axes type of ``x`` (a pytree) over ``axis_name``:
-    ``to='varying'`` is :func:`pvary` (an invariant value becomes varying)."""
+    ``to='varying'`` is :func:`pvary` (an invariant value becomes varying; a
+    reduced one becomes varying too), ``to='unreduced'`` makes a varying value
+    unreduced (each device's value a summand of it, summed by a later
+    ``psum``), ``to='reduced'`` types an invariant value reduced (its
+    cotangent is then unreduced). Other changes are refused, as JAX does."""
     if isinstance(axis_name, (set, frozenset)):
         raise TypeError(f"pcast: axis_name={axis_name!r} must be a tuple or a str")
     axes = _named(_as_tuple(axis_name))
     if not axes:
         return x
     if to not in _PCAST_TO:
-        raise ValueError(f"pcast: got unexpected `to` value {to!r}; allowed `to` values are "
-                         f"{set(_PCAST_TO)}")
-    if to != "varying":
-        raise ValueError(f"pcast: to={to!r} (reduced and unreduced types) is not supported "
-                         f"by lamina; only to='varying' is")
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                         "{'varying', 'reduced', 'unreduced'}")
 
     def one(leaf: Any) -> Any:
+        aval = get_aval(leaf)
+        if _vma.checking() and (to != "varying" or aval.reduced & set(axes)
+                                or aval.unreduced & set(axes)):
+            return manual_types.cast_to(leaf, aval, axes, to)
+        if not _vma.checking() and to != "varying":
+            return leaf  # untyped body (check_vma=False): nothing to record
         if _vma.checking() and any(a in get_aval(leaf).vma for a in axes):
             raise ValueError(f"pcast: unsupported pcast from=varying, to={to!r} (the "
                              f"operand {get_aval(leaf).str_short()} already varies over "
@@ -794,3 +805,7 @@ __all__ = ["psum_p", "pmax_p", "pmin_p", "ppermute_p", "all_gather_p", "reduce_s
            "all_to_all_p", "axis_index_p", "pvary_p", "psum", "pmean", "pmax", "pmin", "ppermute",
            "pshuffle", "all_gather", "psum_scatter", "all_to_all", "pswapaxes", "axis_index",
            "axis_size", "pvary", "pbroadcast", "pcast", "psum_invariant_p"]
+
+
+# the unreduced/reduced casts (they read psum_invariant_p, defined above)
+from lamina_tracing_core.lax import manual_types  # noqa: E402
