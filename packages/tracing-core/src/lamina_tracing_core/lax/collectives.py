@@ -24,7 +24,7 @@ from lamina_tracing_core import batching, core, dtypes
 from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
-from lamina_tracing_core.lax import common, convert, helpers, reductions
+from lamina_tracing_core.lax import common, convert, helpers, manual_types, reductions
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.primitives import Primitive, effect_rules, transpose_rules
@@ -256,6 +256,7 @@ vma_rules[psum_invariant_p] = _psum_invariant_vma
 helpers.deflinear(psum_invariant_p,
                   lambda ct, x, *, axes: [pvary_p.bind(ct, axes=axes)])
 helpers.deflinear(pvary_p, lambda ct, x, *, axes: [psum_invariant_p.bind(ct, axes=axes)])
+_vma.ur_rules[psum_invariant_p] = manual_types.keep_ur  # a sum over other axes
 for _p in (psum_p, pmax_p, pmin_p):
     vma_rules[_p] = _reducing_vma
 
@@ -805,7 +806,3 @@ __all__ = ["psum_p", "pmax_p", "pmin_p", "ppermute_p", "all_gather_p", "reduce_s
            "all_to_all_p", "axis_index_p", "pvary_p", "psum", "pmean", "pmax", "pmin", "ppermute",
            "pshuffle", "all_gather", "psum_scatter", "all_to_all", "pswapaxes", "axis_index",
            "axis_size", "pvary", "pbroadcast", "pcast", "psum_invariant_p"]
-
-
-# the unreduced/reduced casts (they read psum_invariant_p, defined above)
-from lamina_tracing_core.lax import manual_types  # noqa: E402

@@ -31,13 +31,12 @@ from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.avals import ShapedArray, order_axes
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
 from lamina_tracing_core.lax import elementwise as ew
-from lamina_tracing_core.lax.collectives import psum_invariant_p
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.primitives import Primitive, effect_rules
 from lamina_tracing_core.sharding_in_types import ShardingTypeError
 
 __all__ = ["vary_unreduced_cast_p", "preduced_p", "reduced_vary_cast_p", "unreduced_psum_p",
-           "cast_to", "psum_unreduced"]
+           "cast_to", "psum_unreduced", "keep_ur"]
 
 _NONE: frozenset[Any] = frozenset()
 
@@ -59,20 +58,25 @@ def _effects(*, axes: tuple[Any, ...]) -> Effects:
     return frozenset(NamedAxisEffect(a) for a in axes)
 
 
+_Axes = frozenset[Any]
+_Mat = tuple[_Axes, _Axes, _Axes]
+_Ur = tuple[_Axes, _Axes]
+
+
 # (vma, unreduced, reduced) of each cast's result: what it takes, what it gives
-def _vary_unreduced(x: ShapedArray, axes: tuple[Any, ...]) -> tuple[frozenset[Any], ...]:
+def _vary_unreduced(x: ShapedArray, axes: tuple[Any, ...]) -> _Mat:
     return x.vma - set(axes), x.unreduced | set(axes), x.reduced
 
 
-def _preduced(x: ShapedArray, axes: tuple[Any, ...]) -> tuple[frozenset[Any], ...]:
+def _preduced(x: ShapedArray, axes: tuple[Any, ...]) -> _Mat:
     return x.vma, x.unreduced, x.reduced | set(axes)
 
 
-def _reduced_vary(x: ShapedArray, axes: tuple[Any, ...]) -> tuple[frozenset[Any], ...]:
+def _reduced_vary(x: ShapedArray, axes: tuple[Any, ...]) -> _Mat:
     return x.vma | set(axes), x.unreduced, x.reduced - set(axes)
 
 
-def _unreduced_sum(x: ShapedArray, axes: tuple[Any, ...]) -> tuple[frozenset[Any], ...]:
+def _unreduced_sum(x: ShapedArray, axes: tuple[Any, ...]) -> _Mat:
     return x.vma, x.unreduced - set(axes), x.reduced
 
 
@@ -89,7 +93,7 @@ def _register(prim: Primitive) -> None:
     prim.def_abstract_eval(_summed if prim is unreduced_psum_p else _same)
     effect_rules[prim] = _effects
     _vma.vma_rules[prim] = lambda x, *, axes: rule(x, axes)[0]
-    _vma.ur_rules[prim] = lambda x, *, axes: rule(x, axes)[1:]  # type: ignore[assignment]
+    _vma.ur_rules[prim] = lambda x, *, axes: (rule(x, axes)[1], rule(x, axes)[2])
     _vma.ur_makers.add(prim)
     other = _TRANSPOSES[prim]
     bp.deflinear(prim, lambda ct, x, *, axes: [other.bind(ct, axes=axes)])
@@ -138,11 +142,13 @@ def psum_unreduced(x: Any, aval: ShapedArray, axes: tuple[Any, ...]) -> Any:
 
 
 # --- primitives that keep unreduced values ----------------------------------------------------
-def _keep(x: ShapedArray, *_: Any, **__: Any) -> tuple[frozenset[Any], frozenset[Any]]:
+def keep_ur(x: ShapedArray, *_: Any, **__: Any) -> _Ur:
+    """The rule of a primitive linear in its first operand: the result is
+    unreduced/reduced over what that operand is."""
     return x.unreduced, x.reduced
 
 
-def _add_rule(x: ShapedArray, y: ShapedArray, **_: Any) -> tuple[frozenset[Any], ...]:
+def _add_rule(x: ShapedArray, y: ShapedArray, **_: Any) -> _Ur:
     reduced = _vma.nary_reduced([x, y])
     xu, yu = x.unreduced, y.unreduced
     if xu and yu and xu != yu:
@@ -157,7 +163,7 @@ def _add_rule(x: ShapedArray, y: ShapedArray, **_: Any) -> tuple[frozenset[Any],
     return xu, reduced
 
 
-def _mul_rule(x: ShapedArray, y: ShapedArray, **_: Any) -> tuple[frozenset[Any], ...]:
+def _mul_rule(x: ShapedArray, y: ShapedArray, **_: Any) -> _Ur:
     xu, yu = x.unreduced, y.unreduced
     if xu and yu:
         raise ShardingTypeError(f"lhs and rhs to `mul` cannot be unreduced since mul is "
@@ -178,5 +184,5 @@ _vma.ur_rules[ad_util.add_jaxvals_p] = _add_rule
 _vma.ur_rules[ew.mul_p] = _mul_rule
 for _linear in (bp.convert_element_type_p, bp.reshape_p, bp.transpose_p, st.squeeze_p,
                 bp.broadcast_in_dim_p,
-                bp.reduce_sum_p, _vma.pvary_p, psum_invariant_p):
-    _vma.ur_rules[_linear] = _keep
+                bp.reduce_sum_p, _vma.pvary_p):
+    _vma.ur_rules[_linear] = keep_ur
