@@ -159,3 +159,18 @@ def test_an_unreduced_result_is_not_replicated(mesh: lx.sharding.Mesh) -> None:
     with pytest.raises(ValueError, match="shard_map applied to the function '<lambda>' was "
                                          "given out_specs which require replication"):
         lx.make_jaxpr(f)(_x(mesh))
+
+
+def test_without_check_vma_reduced_is_nothing_and_unreduced_refused() -> None:
+    mesh = lx.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+
+    def sm(to: str) -> Any:
+        return lx.shard_map(lambda a: lax.pcast(a, "y", to=to), mesh=mesh, in_specs=P("x"),
+                            out_specs=P("x"), check_vma=False)
+
+    # JAX 0.10.2: the body's jaxpr is { lambda ; c:f32[4]. let  in (c,) }
+    text = str(lx.make_jaxpr(sm("reduced"))(jnp.arange(8.0)).eqns[0].params["jaxpr"])
+    assert "preduced" not in text
+    np.testing.assert_allclose(sm("reduced")(jnp.arange(8.0)), np.arange(8.0))
+    with pytest.raises(ValueError, match=r"^Unsupported pcast from=invarying, to='unreduced'$"):
+        lx.make_jaxpr(sm("unreduced"))(jnp.arange(8.0))

@@ -755,11 +755,9 @@ def pcast(x: Any, axis_name: AxisName, *, to: str) -> Any:
 
     def one(leaf: Any) -> Any:
         aval = get_aval(leaf)
-        if _vma.checking() and (to != "varying" or aval.reduced & set(axes)
-                                or aval.unreduced & set(axes)):
+        if to != "varying" or aval.reduced & set(axes) or aval.unreduced & set(axes):
+            # (in a body without check_vma nothing varies: to='unreduced' is refused)
             return manual_types.cast_to(leaf, aval, axes, to)
-        if not _vma.checking() and to != "varying":
-            return leaf  # untyped body (check_vma=False): nothing to record
         if _vma.checking() and any(a in get_aval(leaf).vma for a in axes):
             raise ValueError(f"pcast: unsupported pcast from=varying, to={to!r} (the "
                              f"operand {get_aval(leaf).str_short()} already varies over "

@@ -118,13 +118,16 @@ def _state(x: ShapedArray, axes: tuple[Any, ...]) -> str:
 def cast_to(x: Any, aval: ShapedArray, axes: tuple[Any, ...], to: str) -> Any:
     """``pcast(x, axes, to=...)`` for ``to`` of 'unreduced' or 'reduced', and
     for 'varying' from reduced (``x``'s type is ``aval``); refuses the others
-    with JAX's message."""
+    with JAX's message. In a body without ``check_vma`` nothing varies, so
+    'unreduced' is refused and 'reduced' changes nothing, as in JAX."""
     state = _state(aval, axes)
     prim = {("varying", "unreduced"): vary_unreduced_cast_p,
             ("invarying", "reduced"): preduced_p,
             ("reduced", "varying"): reduced_vary_cast_p}.get((state, to))
     if prim is None:
         raise ValueError(f"Unsupported pcast from={state}, to={to!r}")
+    if not _vma.checking():
+        return x  # a body without check_vma types no manual axes
     return prim.bind(x, axes=order_axes(frozenset(axes)))
 
 
