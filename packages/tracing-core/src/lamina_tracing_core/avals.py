@@ -119,8 +119,8 @@ class ShapedArray:
         #: The manual axes the value is unreduced / reduced over (see
         #: ``ManualAxisType``), in mesh order; empty but for ``pcast(...,
         #: to='unreduced'|'reduced')`` and what follows from it.
-        self.unreduced_order: tuple[Any, ...] = _in_order(unreduced)
-        self.reduced_order: tuple[Any, ...] = _in_order(reduced)
+        self.unreduced_order: tuple[Any, ...] = _in_order(unreduced) if unreduced else ()
+        self.reduced_order: tuple[Any, ...] = _in_order(reduced) if reduced else ()
         self._hash: int | None = None
 
     @property
