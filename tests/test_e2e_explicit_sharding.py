@@ -22,14 +22,22 @@ def mesh(devices8):
 def test_mesh_axis_types(devices8):
     explicit = lx.make_mesh((4, 2), ("X", "Y"))
     assert explicit.axis_types == (AxisType.Explicit, AxisType.Explicit)
-    assert repr(explicit) == "Mesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit))"
+    # JAX 0.10.2's texts
+    assert repr(explicit) == ("Mesh(axis_sizes=(4, 2), axis_names=('X', 'Y'), "
+                              "axis_types=(Explicit, Explicit))")
+    assert str(explicit) == "Mesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit))"
     auto = shd.Mesh(np.array(devices8).reshape(4, 2), ("X", "Y"))
     assert auto.axis_types == (AxisType.Auto, AxisType.Auto)
     assert auto != explicit
     mixed = lx.make_mesh((8,), ("i",), axis_types=(AxisType.Auto,))
     assert mixed.auto_axes == ("i",) and mixed.explicit_axes == ()
     assert repr(explicit.abstract_mesh) == \
-        "AbstractMesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit))"
+        "AbstractMesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit), device_kind=cpu, " \
+        "num_cores=None, platform=cpu)"
+    assert repr(shd.AbstractMesh((2, 4), ("x", "y"))) == \
+        "AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto))"
+    assert repr(explicit.abstract_mesh.abstract_device) == \
+        "AbstractDevice(device_kind=cpu, num_cores=None, platform=cpu)"
     assert repr(shd.get_abstract_mesh()) == "AbstractMesh((), axis_types=())"
     with lx.set_mesh(explicit) as m:
         assert m is explicit and shd.get_mesh() is explicit

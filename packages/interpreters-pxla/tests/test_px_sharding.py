@@ -52,7 +52,11 @@ def test_partition_spec_is_a_tuple() -> None:
 def test_mesh_basics(mesh: Mesh) -> None:
     assert mesh.shape == {"x": 2, "y": 4}
     assert mesh.axis_sizes == (2, 4) and mesh.size == 8
-    assert repr(mesh) == "Mesh('x': 2, 'y': 4)"
+    # JAX 0.10.2's repr and str
+    assert repr(mesh) == "Mesh(axis_sizes=(2, 4), axis_names=('x', 'y'), axis_types=(Auto, Auto))"
+    assert str(mesh) == "Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto))"
+    assert repr(mesh.abstract_mesh) == ("AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto), "
+                                        "device_kind=cpu, num_cores=None, platform=cpu)")
     assert mesh.device_ids.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert mesh == Mesh(np.array(px.devices()).reshape(2, 4), ("x", "y"))
     assert hash(mesh) == hash(Mesh(np.array(px.devices()).reshape(2, 4), ("x", "y")))
@@ -106,10 +110,11 @@ def test_hlo_sharding_matches_jax(mesh: Mesh, spec: PartitionSpec) -> None:
 
 def test_named_sharding_repr_eq_hash(mesh: Mesh) -> None:
     s = NamedSharding(mesh, P("x"))
-    assert repr(s) == ("NamedSharding(mesh=Mesh('x': 2, 'y': 4), spec=P('x',), "
+    assert repr(s) == ("NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), "
+                       "spec=P('x',), "
                        "memory_kind=device)")
     one_axis = NamedSharding(Mesh(np.array(px.devices()), ("x",)), P("x"))
-    assert repr(one_axis) == ("NamedSharding(mesh=Mesh('x': 8), spec=P('x',), "
+    assert repr(one_axis) == ("NamedSharding(mesh=Mesh('x': 8, axis_types=(Auto,)), spec=P('x',), "
                               "memory_kind=device)")
     assert s == NamedSharding(mesh, P("x")) and hash(s) == hash(NamedSharding(mesh, P("x")))
     assert s != NamedSharding(mesh, P("y"))

@@ -38,6 +38,7 @@ from lamina_interpreters_pxla._jaxlib import (
 )
 from lamina_mlir_lowering.sharding import MeshShape, ShardingSpec
 from lamina_tracing_core.mesh import (
+    AbstractDevice,
     AbstractMesh,
     AxisType,
     TypeSharding,
@@ -169,7 +170,8 @@ class Mesh:
         self.axis_names: tuple[str, ...] = names
         self._flat_devices = flat
         #: The mesh without its devices (axis names, sizes and types).
-        self.abstract_mesh = AbstractMesh(arr.shape, names, axis_types)
+        self.abstract_mesh = AbstractMesh(arr.shape, names, axis_types,
+                                          abstract_device=_abstract_device(flat))
         self.axis_types: tuple[AxisType, ...] = self.abstract_mesh.axis_types
         self._key = (tuple(d.id for d in flat), tuple(id(d.client) for d in flat[:1]),
                      names, arr.shape, self.axis_types)
@@ -232,12 +234,20 @@ class Mesh:
         return self._hash
 
     def __repr__(self) -> str:
+        """``Mesh(axis_sizes=(2, 4), axis_names=('x', 'y'), axis_types=(Auto, Auto))``,
+        as JAX's."""
+        if not self.axis_names:
+            return "Mesh(axis_sizes=(), axis_names=())"
+        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names!r}, "
+                f"axis_types={self.axis_types})")
+
+    def __str__(self) -> str:
+        """``Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto))`` (how jaxprs and
+        messages show it), as JAX's."""
+        if not self.axis_names:
+            return "Mesh()"
         axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
-        if any(t is not AxisType.Auto for t in self.axis_types):
-            types = ", ".join(t.name for t in self.axis_types)
-            comma = "," if len(self.axis_types) == 1 else ""
-            return f"Mesh({axes}, axis_types=({types}{comma}))"
-        return f"Mesh({axes})"
+        return f"Mesh({axes}, axis_types={self.axis_types})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Mesh, (self.devices, self.axis_names, self.axis_types))
@@ -253,6 +263,17 @@ class Mesh:
     @property
     def manual_axes(self) -> tuple[str, ...]:
         return self.abstract_mesh.manual_axes
+
+
+def _abstract_device(devices: tuple[Any, ...]) -> AbstractDevice | None:
+    """What an abstract mesh records of ``devices`` (from the first): its kind,
+    platform and core count (TPU and GPU devices only, as JAX's)."""
+    if not devices or devices[0] is None:
+        return None
+    d = devices[0]
+    cores = getattr(d, "num_cores", None) if d.platform == "tpu" else \
+        getattr(d, "core_count", None) if d.platform == "gpu" else None
+    return AbstractDevice(d.device_kind, cores, d.platform)
 
 
 #: The latest concrete mesh of each abstract mesh with Explicit axes: where a
@@ -776,7 +797,7 @@ class NamedSharding(_HloBackedSharding):
         return self._hash
 
     def __repr__(self) -> str:
-        return (f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, "
+        return (f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, "
                 f"memory_kind={self._memory_kind})")
 
 

@@ -43,7 +43,7 @@ from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_bo
 from lamina_tracing_core.errors import UnboundAxisNameError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
 from lamina_tracing_core.lax import collectives as lax_collectives
-from lamina_tracing_core.mesh import AbstractMesh, AxisType, type_sharding
+from lamina_tracing_core.mesh import AbstractMesh, AxisType, get_abstract_mesh, type_sharding
 from lamina_tracing_core.shard_map import (
     Spec,
     block_aval,
@@ -75,7 +75,9 @@ def shard_map(f: Callable[..., Any] | None = None, /, *, out_specs: Any, in_spec
         along it (checked when ``check_vma``).
       in_specs: a ``PartitionSpec`` per positional argument (a tree prefix of
         the arguments): which mesh axes each argument dimension is split over.
-      mesh: the ``Mesh`` (default: the one of ``set_mesh`` / ``with mesh:``).
+      mesh: the ``Mesh`` (default: the one of ``set_mesh`` / ``with mesh:``, or of
+        the enclosing body), or an ``AbstractMesh``: the context mesh
+        (``get_abstract_mesh()``) it names.
       axis_names: the manual axes (default: all of the mesh's); the others
         stay automatic, partitioned by the compiler.
       check_vma: check that results claimed replicated do not vary over the
@@ -157,7 +159,7 @@ class _ShardMapped:
                             f"{sorted(kwargs)}")
         mesh = _resolve_mesh(self.mesh, self.name)
         if self.mesh is not None:
-            _check_context_mesh(mesh)
+            _check_context_mesh(self.mesh, mesh)
         manual = _manual_axes(mesh, self.axis_names, self.name)
         dbg = api_util.debug_info("shard_map", self.f, args, {})
         flat_args, in_tree = tu.tree_flatten(args)
@@ -214,7 +216,7 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
         table = None
     if table is not None and key in table:
         return table[key]
-    with manual_axes_bound(mesh, manual, sm.check_vma), _body_context(mesh, manual):
+    with manual_axes_bound(mesh, manual, sm.check_vma), _body_context(mesh):
         typed = sm.check_vma and trace_settings.state.auto_pcast
         fun = _typed_as_out_specs(sm, manual) if typed else sm.f
         try:
@@ -332,45 +334,64 @@ def _as_prefix(specs: Any) -> Any:
 
 class _BodyContexts(threading.local):
     def __init__(self) -> None:
-        #: The mesh of each ``shard_map`` body being traced and its abstract
-        #: mesh with the manual axes typed ``Manual`` (innermost last).
-        self.stack: list[tuple[Mesh, AbstractMesh]] = []
+        #: The concrete mesh of each ``shard_map`` body being traced
+        #: (innermost last); the abstract one is ``get_abstract_mesh()`` there.
+        self.stack: list[Mesh] = []
 
 
 _body_contexts = _BodyContexts()
 
 
 @contextmanager
-def _body_context(mesh: Mesh, manual: tuple[str, ...]) -> Iterator[None]:
-    outer = _body_contexts.stack[-1][1] if _body_contexts.stack else mesh.abstract_mesh
-    _body_contexts.stack.append(
-        (mesh, outer.update_axis_types({a: AxisType.Manual for a in manual})))
+def _body_context(mesh: Mesh) -> Iterator[None]:
+    _body_contexts.stack.append(mesh)
     try:
         yield
     finally:
         _body_contexts.stack.pop()
 
 
-def _check_context_mesh(mesh: Mesh) -> None:
+def _same_abstract(a: AbstractMesh, b: AbstractMesh) -> bool:
+    """Equal as JAX's interned abstract meshes are: axes, types and devices."""
+    return a == b and a.abstract_device == b.abstract_device
+
+
+def _check_context_mesh(given: Any, mesh: Mesh) -> None:
     """Inside a ``shard_map`` body the context mesh has the outer manual axes
     typed ``Manual``, so a concrete ``Mesh`` given to a nested ``shard_map``
-    no longer matches it: JAX refuses that (the nested one takes
-    ``mesh=None`` or the context's abstract mesh)."""
-    if _body_contexts.stack and _body_contexts.stack[-1][1] != mesh.abstract_mesh:
-        raise ShardMapError(f"The context mesh {_body_contexts.stack[-1][1]} should match the "
-                            f"mesh passed to shard_map {mesh}")
+    no longer matches it, nor does an ``AbstractMesh`` other than the
+    context's: JAX refuses both (the nested one takes ``mesh=None`` or
+    ``get_abstract_mesh()``). An ``AbstractMesh`` outside bodies must be the
+    one of the current ``set_mesh``."""
+    context = get_abstract_mesh()
+    if isinstance(given, AbstractMesh):
+        if not _same_abstract(context, given):
+            raise ShardMapError(f"The context mesh {context} should match the mesh passed to "
+                                f"shard_map {given}")
+    elif _body_contexts.stack and context != mesh.abstract_mesh:
+        raise ShardMapError(f"The context mesh {context} should match the mesh passed to "
+                            f"shard_map {mesh}")
 
 
 def _resolve_mesh(mesh: Any, name: str) -> Mesh:
-    if mesh is None:
-        # a nested shard_map without a mesh runs on the enclosing body's
-        mesh = _body_contexts.stack[-1][0] if _body_contexts.stack else get_current_mesh()
-        if mesh is None:
-            raise ShardMapError(f"shard_map({name}): no mesh was given and none is set; pass "
-                                f"mesh=... or call it under set_mesh(mesh)")
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"shard_map({name}): mesh must be a Mesh, got {mesh!r}")
-    return mesh
+    """The concrete mesh of ``mesh`` (None: the enclosing body's or the
+    current one; an ``AbstractMesh``: the one of the same shape there)."""
+    if mesh is not None and not isinstance(mesh, (Mesh, AbstractMesh)):
+        raise TypeError(f"shard_map({name}): mesh must be a Mesh or an AbstractMesh, got "
+                        f"{mesh!r}")
+    if isinstance(mesh, Mesh):
+        return mesh
+    # a nested shard_map without a mesh runs on the enclosing body's
+    found = _body_contexts.stack[-1] if _body_contexts.stack else get_current_mesh()
+    if found is None:
+        what = "no mesh was given" if mesh is None else f"the mesh given is {mesh}, abstract,"
+        raise ShardMapError(f"shard_map({name}): {what} and none is set; pass mesh=... or "
+                            f"call it under set_mesh(mesh)")
+    if mesh is not None and (found.axis_names, found.axis_sizes) != (mesh.axis_names,
+                                                                     mesh.axis_sizes):
+        raise ShardMapError(f"shard_map({name}): the AbstractMesh given, {mesh}, does not "
+                            f"have the shape of the mesh set, {found}")
+    return found
 
 
 def _manual_axes(mesh: Mesh, axis_names: frozenset[Any], name: str) -> tuple[str, ...]:

@@ -760,6 +760,12 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         # negative out_axes count from the end of each batched output;
         # matchaxis/moveaxis normalize them once the output rank is known
         batched = batching.batch_fun(flat_fun, axis_data, in_dims, out_dims)
+        if spmd_axis_name is not None:
+            # inside a shard_map body the batched values vary over the spmd
+            # axes, so every operation on them does (as JAX types them)
+            args_flat = _vma.vary_over_spmd_axes(args_flat, [d is not None for d in in_dims],
+                                                 spmd_axis_name,
+                                                 "vmap" + _for_function("vmap", fun))
         outs = batched.call_wrapped(*args_flat)
         if spmd_axis_name is not None:
             outs = _vma.vary_over_spmd_axes(outs, [d is not None for d in out_dims()],

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.mesh import TypeSharding
+from lamina_tracing_core.mesh import TypeSharding, get_abstract_mesh
 
 #: ``ShapedArray.update``'s default for ``sharding``: keep it where it still fits.
 _KEEP: Any = object()
@@ -21,8 +21,9 @@ _KEEP: Any = object()
 class ManualAxisType:
     """The manual-axes part of a type inside ``shard_map`` (JAX's
     ``jax.sharding.ManualAxisType``): the manual mesh axes a value varies
-    over, and those it is unreduced or reduced over (lamina types values with
-    ``varying`` only; the other two stay empty)."""
+    over, those it is unreduced over (each device holds a summand of the
+    value) and those it is reduced over (the same on every device, typed so
+    that its transpose is an unreduced cotangent)."""
 
     varying: frozenset[Any] = frozenset()
     unreduced: frozenset[Any] = frozenset()
@@ -50,23 +51,25 @@ class ManualAxisType:
         return self.varying | self.unreduced | self.reduced
 
 
-#: Position of each manual axis name in the mesh of the latest ``shard_map``
-#: body bound over it: varying manual axes are listed in mesh order (JAX orders
-#: them by the context mesh), also when a jaxpr is printed after its trace.
-_mesh_axis_rank: dict[Any, int] = {}
+def order_axes(axes: frozenset[Any] | tuple[Any, ...], hint: tuple[Any, ...] = ()
+               ) -> tuple[Any, ...]:
+    """``axes`` in the order of the current abstract mesh (inside a
+    ``shard_map`` body, its mesh; JAX orders varying manual axes so); names it
+    lacks follow in the order of ``hint`` (the axes' order on the value they
+    came from), the rest by name."""
+    if len(axes) < 2:
+        return tuple(axes)
+    mesh_names = get_abstract_mesh().axis_names
+    far = len(mesh_names) + len(hint)
 
+    def rank(a: Any) -> tuple[int, str]:
+        if a in mesh_names:
+            return mesh_names.index(a), ""
+        if a in hint:
+            return len(mesh_names) + hint.index(a), ""
+        return far, str(a)
 
-def note_mesh_axis_order(axis_names: tuple[Any, ...]) -> None:
-    """Records ``axis_names`` (a mesh's, in its order) as the order in which
-    varying manual axes over them are listed."""
-    _mesh_axis_rank.update((a, i) for i, a in enumerate(axis_names))
-
-
-def order_axes(axes: frozenset[Any]) -> tuple[Any, ...]:
-    """``axes`` in mesh order (see :func:`note_mesh_axis_order`); names of no
-    recorded mesh last, by name."""
-    far = len(_mesh_axis_rank)
-    return tuple(sorted(axes, key=lambda a: (_mesh_axis_rank.get(a, far), str(a))))
+    return tuple(sorted(axes, key=rank))
 
 
 class ShapedArray:
@@ -76,11 +79,15 @@ class ShapedArray:
     ShapedArray, never a value-carrying aval, so a trace never depends on data.
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding", "vma", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "vma", "vma_order",
+                 "unreduced_order", "reduced_order", "_hash")
     array_abstraction_level = 1
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False,
-                 sharding: TypeSharding | None = None, vma: frozenset[Any] = frozenset()):
+                 sharding: TypeSharding | None = None,
+                 vma: frozenset[Any] | tuple[Any, ...] = frozenset(),
+                 unreduced: frozenset[Any] | tuple[Any, ...] = (),
+                 reduced: frozenset[Any] | tuple[Any, ...] = ()):
         # Avals are made for every traced equation: normalize cheaply. A
         # shape seen before is looked up (equal tuples of ints, numpy ints or
         # integral floats hash alike and normalize alike).
@@ -98,13 +105,36 @@ class ShapedArray:
         #: The manual mesh axes the value may differ over between devices,
         #: inside a ``shard_map`` body traced with ``check_vma`` (its varying
         #: manual axes); empty everywhere else.
-        self.vma: frozenset[Any] = vma
+        self.vma: frozenset[Any]
+        #: ``vma`` in the order of the mesh the value was made under (a tuple
+        #: given as ``vma`` is that order): how its type prints.
+        self.vma_order: tuple[Any, ...]
+        if not vma:
+            self.vma, self.vma_order = _NO_AXES, ()
+        elif type(vma) is tuple:
+            self.vma, self.vma_order = frozenset(vma), vma
+        else:
+            self.vma = vma if type(vma) is frozenset else frozenset(vma)
+            self.vma_order = order_axes(self.vma)
+        #: The manual axes the value is unreduced / reduced over (see
+        #: ``ManualAxisType``), in mesh order; empty but for ``pcast(...,
+        #: to='unreduced'|'reduced')`` and what follows from it.
+        self.unreduced_order: tuple[Any, ...] = _in_order(unreduced) if unreduced else ()
+        self.reduced_order: tuple[Any, ...] = _in_order(reduced) if reduced else ()
         self._hash: int | None = None
+
+    @property
+    def unreduced(self) -> frozenset[Any]:
+        return frozenset(self.unreduced_order) if self.unreduced_order else _NO_AXES
+
+    @property
+    def reduced(self) -> frozenset[Any]:
+        return frozenset(self.reduced_order) if self.reduced_order else _NO_AXES
 
     @property
     def mat(self) -> ManualAxisType:
         """The manual-axes type (``mat.varying`` is ``vma``)."""
-        return ManualAxisType(varying=self.vma)
+        return ManualAxisType(varying=self.vma, unreduced=self.unreduced, reduced=self.reduced)
 
     @property
     def ndim(self) -> int:
@@ -119,27 +149,40 @@ class ShapedArray:
             return True
         return (isinstance(other, ShapedArray) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.sharding == other.sharding and self.vma == other.vma)
+                and self.sharding == other.sharding and self.vma_order == other.vma_order
+                and self.unreduced_order == other.unreduced_order
+                and self.reduced_order == other.reduced_order)
 
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
             h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding,
-                                   self.vma))
+                                   self.vma_order, self.unreduced_order, self.reduced_order))
         return h
 
     def update(self, shape: tuple[int, ...] | None = None, dtype: Any = None,
                weak_type: bool | None = None, sharding: Any = _KEEP,
-               vma: frozenset[Any] | None = None) -> ShapedArray:
+               vma: frozenset[Any] | tuple[Any, ...] | None = None,
+               unreduced: frozenset[Any] | tuple[Any, ...] | None = None,
+               reduced: frozenset[Any] | tuple[Any, ...] | None = None) -> ShapedArray:
         """A copy with the given fields replaced. The sharding is kept unless
         the shape changes (a new shape starts unsharded) or one is given; the
-        varying manual axes are kept unless given."""
+        manual-axes type (varying, unreduced, reduced axes) is kept, in its
+        order, unless given."""
         if sharding is _KEEP:
             sharding = self.sharding if shape is None else None
+        if vma is None:
+            order = self.vma_order
+        elif type(vma) is tuple or not vma:
+            order = tuple(vma)
+        else:
+            order = order_axes(vma, self.vma_order)
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type, sharding,
-                           self.vma if vma is None else vma)
+                           order,
+                           self.unreduced_order if unreduced is None else unreduced,
+                           self.reduced_order if reduced is None else reduced)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -149,7 +192,8 @@ class ShapedArray:
         included, as in JAX), a ``float0`` array for integer and boolean values."""
         if dtypes.is_inexact(self.dtype) or self.dtype == dtypes.float0:
             return self
-        return ShapedArray(self.shape, dtypes.float0, False, vma=self.vma)
+        return ShapedArray(self.shape, dtypes.float0, False, vma=self.vma_order,
+                           unreduced=self.unreduced_order, reduced=self.reduced_order)
 
     def str_short(self) -> str:
         """``f32[3,4]`` (``f32[8@X,4]`` with a sharding in the type), the form
@@ -157,12 +201,15 @@ class ShapedArray:
         return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]{self.vma_str()}"
 
     def vma_str(self) -> str:
-        """``{V:i}`` / ``{V:(y,x)}`` for a value varying over manual axes, the
-        axes in mesh order, as JAX prints it."""
-        if not self.vma:
+        """``{V:i}`` / ``{V:(y,x)}`` for a value varying over manual axes (and
+        ``U:``/``R:`` for its unreduced/reduced axes: ``{V:x, R:y}``), the axes
+        in the order of the mesh it was made under, as JAX prints it."""
+        if not (self.vma or self.unreduced_order or self.reduced_order):
             return ""
-        names = [str(a) for a in order_axes(self.vma)]
-        return "{V:" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
+        parts = [f"{tag}:{_axes_str(axes)}"
+                 for tag, axes in (("V", self.vma_order), ("U", self.unreduced_order),
+                                   ("R", self.reduced_order)) if axes]
+        return "{" + ", ".join(parts) + "}"
 
     def _dims_str(self) -> str:
         if self.sharding is not None:
@@ -182,6 +229,19 @@ class ShapedArray:
         return self.str_long()
 
 
+_NO_AXES: frozenset[Any] = frozenset()
+
+
+def _in_order(axes: frozenset[Any] | tuple[Any, ...]) -> tuple[Any, ...]:
+    """``axes`` as kept on an aval: a tuple is its order, a set is ordered."""
+    if not axes:
+        return ()
+    return axes if type(axes) is tuple else order_axes(frozenset(axes))
+
+
+def _axes_str(axes: tuple[Any, ...]) -> str:
+    names = [str(a) for a in axes]
+    return names[0] if len(names) == 1 else "(" + ",".join(names) + ")"
 _normal_shapes: dict[Any, tuple[int, ...]] = {}
 _MAX_NORMAL_SHAPES = 8192
 

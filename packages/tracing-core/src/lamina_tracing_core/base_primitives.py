@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
-from lamina_tracing_core.avals import (ShapedArray, order_axes, canonicalize_axis, canonicalize_shape,
+from lamina_tracing_core.avals import (ShapedArray, canonicalize_axis, canonicalize_shape,
                                        check_shape_size, get_aval)
 from lamina_tracing_core.core import staging
 from lamina_tracing_core.jaxpr import hide_default_params, param_printers
@@ -68,7 +68,7 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
     zeros = _invariant_zeros(aval)
     if aval.vma and _vma.checking() and aval.dtype != dtypes.float0:
         # zeros of a type varying over manual axes (a shard_map body's)
-        return _vma.pvary_p.bind(zeros, axes=order_axes(aval.vma))
+        return _vma.pvary_p.bind(zeros, axes=aval.vma_order)
     return zeros
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import lamina_tracing_core.core as core
 from lamina_tracing_core import source_info as _si
+from lamina_tracing_core import vma as _vma
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.base_primitives import (  # re-exported: batching.moveaxis etc.
     bdim_at_front as bdim_at_front,
@@ -101,6 +102,12 @@ class BatchTracer(Tracer):
             full = get_aval(self.val)
             d = self.batch_dim
             aval = full if d is None else full.update(shape=full.shape[:d] + full.shape[d + 1:])
+            spmd = self._trace.axis_data.spmd_name  # type: ignore[attr-defined]
+            if spmd is not None and aval.vma and _vma.checking():
+                # the batch is split over the spmd axes, not one element
+                # (JAX's typeof of an element leaves them out)
+                names = frozenset(spmd) if isinstance(spmd, (tuple, list)) else {spmd}
+                aval = aval.update(vma=aval.vma - names)
             self._aval = aval
         return aval
 

@@ -46,6 +46,15 @@ class AbstractDevice:
     num_cores: int | None
     platform: str
 
+    def __repr__(self) -> str:
+        return f"AbstractDevice({self.fields_str()})"
+
+    def fields_str(self) -> str:
+        """``device_kind=cpu, num_cores=None, platform=cpu``, as JAX's reprs
+        show a device."""
+        return (f"device_kind={self.device_kind}, num_cores={self.num_cores}, "
+                f"platform={self.platform}")
+
 
 #: Whether a mesh with an Explicit axis was ever made: only then can a value's
 #: type carry a sharding, so only then do array avals look for one.
@@ -129,11 +138,12 @@ class AbstractMesh:
         return hash(self._key)
 
     def __repr__(self) -> str:
-        if self.empty:
-            return "AbstractMesh((), axis_types=())"
+        """``AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto))``, with
+        ``, device_kind=cpu, num_cores=None, platform=cpu`` when it knows its
+        devices (a concrete mesh's), as JAX's."""
         axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
-        types = ", ".join(t.name for t in self.axis_types)
-        return f"AbstractMesh({axes}, axis_types=({types}{',' if len(self.axis_types) == 1 else ''}))"
+        device = "" if self.abstract_device is None else f", {self.abstract_device.fields_str()}"
+        return f"AbstractMesh({axes or '()'}, axis_types={self.axis_types}{device})"
 
 
 EMPTY_MESH = AbstractMesh((), ())

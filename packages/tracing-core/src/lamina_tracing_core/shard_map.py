@@ -57,7 +57,7 @@ from lamina_tracing_core import ad, batching, core
 from lamina_tracing_core import vma as _vma
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros
-from lamina_tracing_core.avals import ShapedArray, get_aval, note_mesh_axis_order
+from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import retrace
 from lamina_tracing_core.effects import Effects, has_side_effects, remove_named_axes
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo, JaxprEqn
@@ -65,9 +65,10 @@ from lamina_tracing_core.lax import collectives as coll
 from lamina_tracing_core.lax import common
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
+from lamina_tracing_core.mesh import AbstractMesh, AxisType, get_abstract_mesh, use_abstract_mesh
 from lamina_tracing_core.primitives import Primitive
 
-__all__ = ["shard_map_p", "Spec", "block_aval", "global_aval", "manual_axes_bound",
+__all__ = ["shard_map_p", "Spec", "block_aval", "global_aval", "manual_axes_bound", "manual_mesh",
            "check_replication", "spec_axes", "ReplicationError"]
 
 #: One operand's layout: per dimension, the mesh axes it is split over.
@@ -100,7 +101,11 @@ def block_aval(aval: ShapedArray, spec: Spec, mesh: Any, check_vma: bool = False
     ``check_vma`` it varies over the axes ``spec`` names (and those it varied
     over already, in an enclosing body)."""
     tiles = _tiles(spec, _sizes(mesh)) + [1] * (aval.ndim - len(spec))
-    vma = aval.vma | spec_axes(spec) if check_vma else frozenset()
+    vma: tuple[Any, ...] = ()
+    if check_vma:
+        axes = aval.vma | spec_axes(spec)
+        vma = tuple(a for a in mesh.axis_names if a in axes)
+        vma += tuple(a for a in aval.vma_order if a not in vma)
     return aval.update(shape=tuple(d // t for d, t in zip(aval.shape, tiles)), vma=vma)
 
 
@@ -110,7 +115,9 @@ def global_aval(aval: ShapedArray, spec: Spec, mesh: Any,
     ``spec``: it varies over no axis of this body (``manual_axes``)."""
     tiles = _tiles(spec, _sizes(mesh)) + [1] * (aval.ndim - len(spec))
     return aval.update(shape=tuple(d * t for d, t in zip(aval.shape, tiles)),
-                       vma=aval.vma - frozenset(manual_axes))
+                       vma=tuple(a for a in aval.vma_order if a not in manual_axes),
+                       unreduced=tuple(a for a in aval.unreduced_order if a not in manual_axes),
+                       reduced=tuple(a for a in aval.reduced_order if a not in manual_axes))
 
 
 @contextmanager
@@ -119,10 +126,23 @@ def manual_axes_bound(mesh: Any, manual_axes: Sequence[str],
     """Binds the manual axes (with their sizes) for tracing or transforming a
     body, typing values with their varying manual axes when ``check_vma``."""
     sizes = _sizes(mesh)
-    note_mesh_axis_order(tuple(mesh.axis_names))
     with core.extend_axis_env_nd([(a, sizes[a]) for a in manual_axes]), \
-            _vma.checking_vma(check_vma, manual_axes):
+            _vma.checking_vma(check_vma, manual_axes), \
+            use_abstract_mesh(manual_mesh(mesh, manual_axes)):
         yield
+
+
+def manual_mesh(mesh: Any, manual_axes: Sequence[str]) -> AbstractMesh:
+    """The abstract mesh a body over ``mesh``'s ``manual_axes`` sees (JAX's
+    context mesh there, ``get_abstract_mesh()``): ``mesh`` with those axes,
+    and those an enclosing body over it made manual, typed ``Manual``."""
+    base = mesh if isinstance(mesh, AbstractMesh) else getattr(mesh, "abstract_mesh", None)
+    if not isinstance(base, AbstractMesh):
+        base = AbstractMesh(tuple(mesh.axis_sizes), tuple(mesh.axis_names))
+    current = get_abstract_mesh()
+    outer = current.manual_axes if (current.axis_names == base.axis_names and
+                                    current.axis_sizes == base.axis_sizes) else ()
+    return base.update_axis_types({a: AxisType.Manual for a in (*outer, *manual_axes)})
 
 
 def _unmentioned(spec: Spec, manual_axes: Sequence[str]) -> tuple[str, ...]:
@@ -402,7 +422,8 @@ def check_replication(out_avals: Sequence[ShapedArray], mesh: Any, out_specs: Se
     msgs = []
     for i, (aval, spec) in enumerate(zip(out_avals, out_specs)):
         unmentioned = _unmentioned(spec, manual_axes)
-        bad = [a for a in unmentioned if a in aval.vma]
+        # an unreduced value differs between devices too (a summand on each)
+        bad = [a for a in unmentioned if a in aval.vma or a in aval.unreduced]
         if not bad:
             continue
         path = result_paths[i] if i < len(result_paths) and result_paths[i] else f"#{i}"

@@ -15,7 +15,13 @@ The rules:
   replicated parameter the sum of the per-device gradients);
 - primitives with a rule in ``vma_rules`` (the collectives, nested
   ``shard_map``) compute their results' ``vma`` themselves;
-- higher-order primitives keep the ``vma`` their bodies' jaxprs give.
+- higher-order primitives keep the ``vma`` their bodies' jaxprs give;
+- a value may also be *unreduced* over manual axes (each device holds a
+  summand: ``pcast(x, axes, to='unreduced')``) or *reduced* over them (the
+  same everywhere, typed so its cotangent is unreduced: ``to='reduced'``).
+  Primitives in ``ur_rules`` say what their results are unreduced/reduced
+  over; any other takes no unreduced operand and keeps the reduced axes its
+  operands share (:func:`default_ur_rule`).
 
 Outside such bodies nothing here runs and every ``vma`` is empty.
 """
@@ -30,10 +36,11 @@ from lamina_tracing_core import trace_settings
 from lamina_tracing_core.avals import ShapedArray, get_aval, order_axes
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
 from lamina_tracing_core.primitives import Primitive, effect_rules
+from lamina_tracing_core.sharding_in_types import ShardingTypeError
 
 __all__ = ["checking", "checking_vma", "vma_rules", "result_avals", "insert_pvary",
            "pvary_p", "join", "vma_of", "auto_pcast", "auto_pcast_on", "manual_axes",
-           "vary_over_spmd_axes"]
+           "vary_over_spmd_axes", "ur_rules", "ur_makers", "default_ur_rule", "nary_reduced"]
 
 #: ``[on]``: whether values are typed with their varying manual axes now.
 _checking = [False]
@@ -45,6 +52,56 @@ VmaRule = Callable[..., frozenset[Any]]
 #: ``rule(*in_avals, **params) -> vma`` of every result, for primitives whose
 #: results do not simply vary wherever their operands do.
 vma_rules: dict[Primitive, VmaRule] = {}
+
+UrRule = Callable[..., tuple[frozenset[Any], frozenset[Any]]]
+#: ``rule(*in_avals, **params) -> (unreduced, reduced)`` of every result, for
+#: primitives that make or keep unreduced values (or reduced ones otherwise
+#: than :func:`default_ur_rule` does).
+ur_rules: dict[Primitive, UrRule] = {}
+#: The primitives that make unreduced or reduced values from plain ones (the
+#: others apply their ``ur_rules`` only to operands that are unreduced or reduced).
+ur_makers: set[Primitive] = set()
+
+_NONE: frozenset[Any] = frozenset()
+
+
+def nary_reduced(avals: Sequence[ShapedArray]) -> frozenset[Any]:
+    """The reduced axes of an elementwise result: those its operands are
+    reduced over, which all of them must be (an operand that is the same on
+    every device along such an axis, or varies over it, is refused)."""
+    specs = {a.reduced for a in avals if a.reduced_order}
+    if len(specs) > 1:
+        raise ShardingTypeError(f"All inputs should be reduced across the same mesh axes. Got "
+                                f"specs: {specs}")
+    if not specs:
+        return _NONE
+    reduced = next(iter(specs))
+    for a in avals:
+        if a.reduced == reduced:
+            continue
+        if (a.vma | a.unreduced) & reduced:
+            raise ShardingTypeError(
+                f"Inputs cannot be sharded/varying on the same axes that another input is "
+                f"reduced on. Got input type: {a} and reduced spec: {set(reduced)}")
+        raise ShardingTypeError(
+            f"Inputs cannot be replicated on the same axes that another input is reduced "
+            f"on. Got input type: {a} and reduced spec: {reduced}")
+    return reduced
+
+
+def default_ur_rule(prim: Primitive, avals: Sequence[ShapedArray]
+                    ) -> tuple[frozenset[Any], frozenset[Any]]:
+    """A primitive without a rule in ``ur_rules`` keeps the reduced axes its
+    operands share and takes no unreduced operand (it is not known to be
+    linear, so a summand per device cannot go through it)."""
+    for a in avals:
+        if a.unreduced_order:
+            raise ShardingTypeError(
+                f"{prim.name} cannot take an operand unreduced over mesh axes: got "
+                f"{a.str_short()}. Only linear operations (add, mul by a value reduced over "
+                f"those axes, convert_element_type, reshape, transpose, squeeze, "
+                f"reduce_sum) keep a value unreduced; psum it over those axes first")
+    return _NONE, nary_reduced(avals)
 
 
 def checking() -> bool:
@@ -121,6 +178,13 @@ def result_avals(prim: Primitive, in_avals: Sequence[ShapedArray], out: Any,
                 f"{[set(a.vma) for a in in_avals]}. Apply `lax.pcast(..., to='varying')` to "
                 f"the operands that do not vary over some of those axes, turn auto_pcast on, "
                 f"or pass check_vma=False to shard_map")
+    if prim in ur_makers or any(a.unreduced_order or a.reduced_order for a in in_avals):
+        ur = ur_rules.get(prim)
+        unreduced, reduced = (ur(*in_avals, **params) if ur is not None
+                              else default_ur_rule(prim, in_avals))
+        if prim.multiple_results:
+            return [a.update(vma=vma, unreduced=unreduced, reduced=reduced) for a in out]
+        return out.update(vma=vma, unreduced=unreduced, reduced=reduced)
     if prim.multiple_results:
         return [a if a.vma == vma else a.update(vma=vma) for a in out]
     return out if out.vma == vma else out.update(vma=vma)
@@ -170,12 +234,17 @@ def _pvary_abstract_eval(x: ShapedArray, *, axes: tuple[Any, ...]) -> ShapedArra
 
 
 def _pvary_vma(x: ShapedArray, *, axes: tuple[Any, ...]) -> frozenset[Any]:
+    for kind in ("unreduced", "reduced"):
+        if getattr(x, kind) & set(axes):
+            raise ValueError(f"pvary cannot accept args which are {kind}. Got "
+                             f"{x.str_short()} and axes={set(axes)}")
     already = [a for a in axes if a in x.vma]
     if already:
         raise ValueError(
-            f"pvary is an invariant->varying cast: the axes it names must not be among "
-            f"those the operand already varies over. Got axes={axes} for an operand of type "
-            f"{x.str_short()}")
+            f"pvary is a invariant->variant collective. This means that the axis names "
+            f"mentioned in `axes` passed to `pvary` must not be present in "
+            f"`jax.typeof(inp).mat.varying`. Got axes={axes} and "
+            f"jax.typeof(inp)={x.str_long()}")
     return x.vma | frozenset(axes)
 
 

@@ -263,3 +263,8 @@ register_lowering(lax.all_to_all_p, _all_to_all)
 register_lowering(lax.reduce_scatter_p, _reduce_scatter)
 register_lowering(lax.axis_index_p, _axis_index)
 register_lowering(lax.pvary_p, lambda ctx, x, **params: [x])
+# unreduced/reduced values: the casts move no data; the sum of summands is an all-reduce
+register_lowering(lax.manual_types.unreduced_psum_p, _allreduce("add"))
+for _cast in (lax.manual_types.vary_unreduced_cast_p, lax.manual_types.preduced_p,
+              lax.manual_types.reduced_vary_cast_p):
+    register_lowering(_cast, lambda ctx, x, **params: [x])

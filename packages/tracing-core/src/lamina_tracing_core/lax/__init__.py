@@ -6,7 +6,8 @@ Modules by concept: ``elementwise``, ``convert``, ``structural`` (shape
 changes), ``indexing`` (dynamic slices, gather/scatter), ``reductions``,
 ``cumulative``, ``sorting``, ``contractions`` (dot_general, convolutions),
 ``linalg`` (decompositions: JAX's ``lax.linalg``),
-``collectives`` (named-axis communication), ``prng`` (threefry2x32).
+``collectives`` (named-axis communication), ``manual_types`` (unreduced and
+reduced values in ``shard_map`` bodies), ``prng`` (threefry2x32).
 ``windowed_reductions`` (``reduce_window`` and its sum/max/min primitives),
 ``fft`` (the ``fft`` primitive), ``convolution_helpers`` (patches, local
 convolutions, shape tuples).
@@ -25,6 +26,7 @@ from lamina_tracing_core.lax import helpers as helpers
 from lamina_tracing_core.lax import contractions as contractions
 from lamina_tracing_core.lax import indexing as indexing
 from lamina_tracing_core.lax import linalg as linalg
+from lamina_tracing_core.lax import manual_types as manual_types
 from lamina_tracing_core.lax import prng as prng
 from lamina_tracing_core.lax import reductions as reductions
 from lamina_tracing_core.lax import sorting as sorting

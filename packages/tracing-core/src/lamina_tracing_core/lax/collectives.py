@@ -24,7 +24,7 @@ from lamina_tracing_core import batching, core, dtypes
 from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
-from lamina_tracing_core.lax import common, convert, helpers, reductions
+from lamina_tracing_core.lax import common, convert, helpers, manual_types, reductions
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.primitives import Primitive, effect_rules, transpose_rules
@@ -137,6 +137,10 @@ def psum(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None) -> Any:
                 leaf = reductions.reduce_sum(leaf, [common.canonicalize_axis(a, nd) for a in pos])
             return ew.mul(common.const(leaf, size), leaf) if size != 1 else leaf
         if _vma.checking() and not any(isinstance(a, int) for a in axes) and groups is None:
+            aval = get_aval(leaf)
+            if aval.unreduced & set(axes):
+                # unreduced -> invariant: the sum of the per-device summands
+                return manual_types.psum_unreduced(leaf, aval, axes)
             # varying -> invariant: the sum over devices, whose transpose is pvary
             return psum_invariant_p.bind(_vary_over(leaf, axes), axes=axes)
         return psum_p.bind(leaf, axes=axes, axis_index_groups=groups)
@@ -252,6 +256,7 @@ vma_rules[psum_invariant_p] = _psum_invariant_vma
 helpers.deflinear(psum_invariant_p,
                   lambda ct, x, *, axes: [pvary_p.bind(ct, axes=axes)])
 helpers.deflinear(pvary_p, lambda ct, x, *, axes: [psum_invariant_p.bind(ct, axes=axes)])
+_vma.ur_rules[psum_invariant_p] = manual_types.keep_ur  # a sum over other axes
 for _p in (psum_p, pmax_p, pmin_p):
     vma_rules[_p] = _reducing_vma
 
@@ -734,20 +739,25 @@ _PCAST_TO = ("varying", "reduced", "unreduced")
 
 def pcast(x: Any, axis_name: AxisName, *, to: str) -> Any:
     """Changes the manual-axes type of ``x`` (a pytree) over ``axis_name``:
-    ``to='varying'`` is :func:`pvary` (an invariant value becomes varying)."""
+    ``to='varying'`` is :func:`pvary` (an invariant value becomes varying; a
+    reduced one becomes varying too), ``to='unreduced'`` makes a varying value
+    unreduced (each device's value a summand of it, summed by a later
+    ``psum``), ``to='reduced'`` types an invariant value reduced (its
+    cotangent is then unreduced). Other changes are refused, as JAX does."""
     if isinstance(axis_name, (set, frozenset)):
         raise TypeError(f"pcast: axis_name={axis_name!r} must be a tuple or a str")
     axes = _named(_as_tuple(axis_name))
     if not axes:
         return x
     if to not in _PCAST_TO:
-        raise ValueError(f"pcast: got unexpected `to` value {to!r}; allowed `to` values are "
-                         f"{set(_PCAST_TO)}")
-    if to != "varying":
-        raise ValueError(f"pcast: to={to!r} (reduced and unreduced types) is not supported "
-                         f"by lamina; only to='varying' is")
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                         "{'varying', 'reduced', 'unreduced'}")
 
     def one(leaf: Any) -> Any:
+        aval = get_aval(leaf)
+        if to != "varying" or aval.reduced & set(axes) or aval.unreduced & set(axes):
+            # (in a body without check_vma nothing varies: to='unreduced' is refused)
+            return manual_types.cast_to(leaf, aval, axes, to)
         if _vma.checking() and any(a in get_aval(leaf).vma for a in axes):
             raise ValueError(f"pcast: unsupported pcast from=varying, to={to!r} (the "
                              f"operand {get_aval(leaf).str_short()} already varies over "
