@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from lamina_linear_util.tree_util import register_pytree_node
+from lamina_linear_util.tree_util import register_transform_node
 from lamina_tracing_core import lax
 from lamina_tracing_core.avals import get_aval
 
@@ -257,6 +257,9 @@ class PRNGKeyArray:
             ready()
         return self
 
+    def __bool__(self) -> bool:
+        raise TypeError("key array cannot be converted to boolean.")
+
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("A typed key array cannot be converted to a NumPy array; use "
                         "lamina.random.key_data(keys) for its uint32 data")
@@ -315,4 +318,5 @@ def _unflatten_keys(impl: PRNGImpl, children: Any) -> PRNGKeyArray:
     return PRNGKeyArray(base, impl)
 
 
-register_pytree_node(PRNGKeyArray, _flatten_keys, _unflatten_keys)
+# A leaf to users (as in JAX), its data to transformations.
+register_transform_node(PRNGKeyArray, _flatten_keys, _unflatten_keys)
