@@ -728,7 +728,10 @@ def register_pytree_node(nodetype: type[T],
 
 def register_transform_node(nodetype: type[T],
                             flatten_func: Callable[[T], tuple[Iterable[Any], Any]],
-                            unflatten_func: Callable[[Any, Iterable[Any]], T]) -> None:
+                            unflatten_func: Callable[[Any, Iterable[Any]], T],
+                            flatten_with_keys_func: Callable[
+                                [T], tuple[Iterable[tuple[KeyEntry, Any]], Any]] | None = None,
+                            ) -> None:
     """Make ``nodetype`` a node for transformations and a leaf for users.
 
     Transformations (the functions of this module, :data:`registry`,
@@ -737,11 +740,13 @@ def register_transform_node(nodetype: type[T],
     ``unflatten_func``, as for :func:`register_pytree_node`; the users' view
     (:data:`user_trees`, :data:`default_registry`) keeps it whole, a leaf. For
     values that hold arrays but are one array to the user (a typed key array).
-    Registering a type twice is a ``ValueError``.
+    ``flatten_with_keys_func`` gives the children's keys, which argument names
+    and result paths show (default ``FlattenedIndexKey(i)``). Registering a
+    type twice is a ``ValueError``.
     """
     try:
         for reg in _TRANSFORM_REGISTRIES:
-            reg.register_node(nodetype, flatten_func, unflatten_func)
+            reg.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
     except ValueError as e:
         raise ValueError(f"cannot register {nodetype!r} as a transformation node: {e}") from None
 

@@ -3,8 +3,10 @@
 How lamina represents them: a key array is a :class:`PRNGKeyArray` holding its
 *key data*, an ordinary ``uint32`` array (or tracer) of shape
 ``keys.shape + impl.key_shape``, and the implementation record. The key data
-is all a transformation sees: the class is a pytree node whose one leaf is the
-data and whose auxiliary data is the implementation, so ``jit``, ``vmap``,
+is all a transformation sees: the class is a pytree node for transformations
+only (``register_transform_node``; to users, ``lamina.tree_util``, it is a
+leaf, as in JAX) whose one leaf is the data, named by the key array's own path,
+and whose auxiliary data is the implementation, so ``jit``, ``vmap``,
 ``scan``, ``pmap``, ``device_put`` and shardings carry keys as their data and
 rebuild typed keys on the way out (their axes are the key array's leading
 axes). The key dtype itself (:class:`KeyDType`) is an extended dtype: its
@@ -309,8 +311,30 @@ def key_arrays_of(fun: str, values: Sequence[Any], names: Sequence[str]) -> list
     return list(values)
 
 
+class _KeyDataEntry:
+    """The key-path entry of a key array's data for transformations: it prints
+    as nothing, so argument names and result paths name a key array by its own
+    path (``k``, ``result[1]``), as JAX does."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        return "KeyDataEntry()"
+
+
+_KEY_DATA = _KeyDataEntry()
+
+
 def _flatten_keys(keys: PRNGKeyArray) -> tuple[tuple[Any], PRNGImpl]:
     return (keys._base,), keys._impl
+
+
+def _flatten_keys_with_keys(keys: PRNGKeyArray
+                            ) -> tuple[tuple[tuple[_KeyDataEntry, Any]], PRNGImpl]:
+    return ((_KEY_DATA, keys._base),), keys._impl
 
 
 def _unflatten_keys(impl: PRNGImpl, children: Any) -> PRNGKeyArray:
@@ -319,4 +343,4 @@ def _unflatten_keys(impl: PRNGImpl, children: Any) -> PRNGKeyArray:
 
 
 # A leaf to users (as in JAX), its data to transformations.
-register_transform_node(PRNGKeyArray, _flatten_keys, _unflatten_keys)
+register_transform_node(PRNGKeyArray, _flatten_keys, _unflatten_keys, _flatten_keys_with_keys)
