@@ -739,7 +739,9 @@ def register_transform_node(nodetype: type[T],
     into the children ``flatten_func`` gives and rebuild it with
     ``unflatten_func``, as for :func:`register_pytree_node`; the users' view
     (:data:`user_trees`, :data:`default_registry`) keeps it whole, a leaf. For
-    values that hold arrays but are one array to the user (a typed key array).
+    values that hold arrays but are one array to the user (a typed key array);
+    such a value has a ``shape`` and a ``dtype``, and autodiff gives it one
+    ``float0`` tangent of its shape, as JAX does for key arrays.
     ``flatten_with_keys_func`` gives the children's keys, which argument names
     and result paths show (default ``FlattenedIndexKey(i)``). Registering a
     type twice is a ``ValueError``.
