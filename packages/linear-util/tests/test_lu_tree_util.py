@@ -305,3 +305,37 @@ def test_partial_is_a_pytree() -> None:
     assert tree_leaves(wrapped) == [1]
     assert tree_structure(Partial(inner, 1)) == tree_structure(Partial(inner, 2))
     assert tree_map(lambda x: x * 3, Partial(operator.mul, 2, y=0)).keywords == {"y": 0}
+
+
+class _Boxed:
+    """One value to users, a node over its contents to transformations."""
+
+    def __init__(self, contents: Any) -> None:
+        self.contents = contents
+
+
+def test_transform_node_is_a_leaf_for_users() -> None:
+    from lamina_linear_util import tree_util as tu
+
+    tu.register_transform_node(_Boxed, lambda b: ((b.contents,), None),
+                               lambda _, children: _Boxed(*children))
+    tree = {"b": _Boxed(7), "x": 1}
+    assert tree_leaves(tree) == [7, 1]  # the module's functions: transformations' view
+    assert tu.transform_trees.tree_leaves(tree) == [7, 1]
+    user_leaves = tu.user_trees.tree_leaves(tree)
+    assert user_leaves[0] is tree["b"] and user_leaves[1] == 1
+    assert str(tu.user_trees.tree_structure(tree)) == "PyTreeDef({'b': *, 'x': *})"
+    assert len(tu.default_registry.flatten(tree)[0]) == 2
+    assert tu.dispatch_registry.flatten(tree)[0] == [7, 1]
+    assert none_leaf_registry.flatten([_Boxed(None)])[0] == [None]
+    assert tu.is_tree_node(_Boxed) and not tu.user_trees.is_tree_node(_Boxed)
+    assert tu.user_trees.tree_map(lambda v: type(v).__name__, tree) == {"b": "_Boxed",
+                                                                          "x": "int"}
+    with pytest.raises(ValueError, match="leaf"):
+        tu.user_trees.flatten_one_level(tree["b"])
+    # one registration per type, in either view
+    with pytest.raises(ValueError, match="_Boxed"):
+        register_pytree_node(_Boxed, lambda b: ((), None), lambda _, c: _Boxed(None))
+    assert not tu.user_trees.is_tree_node(_Boxed)  # the refused registration left no trace
+    with pytest.raises(ValueError, match="transformation node"):
+        tu.register_transform_node(_Boxed, lambda b: ((), None), lambda _, c: _Boxed(None))

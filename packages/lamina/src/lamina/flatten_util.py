@@ -68,9 +68,23 @@ def _unravel_tree(treedef: Any, unravel_leaves: Callable[[Any], list[Any]], flat
     return tree_util.tree_unflatten(treedef, unravel_leaves(flat))
 
 
+def _check_numeric(pytree: Any, leaves: Sequence[Any]) -> None:
+    """A leaf with an extended dtype (a typed key array) has no numeric dtype to
+    ravel into: an error naming its path, as JAX refuses it too."""
+    for leaf in leaves:
+        dtype = getattr(leaf, "dtype", None)
+        if getattr(dtype, "lamina_extended_dtype", False):
+            path = next(tree_util.keystr(p) for p, x in tree_util.tree_leaves_with_path(pytree)
+                        if x is leaf)
+            raise TypeError(f"ravel_pytree: cannot determine the dtype of the leaf at "
+                            f"pytree{path}: it has dtype {dtype}, not a numeric one (ravel "
+                            "lamina.random.key_data(keys) for a key array's data)")
+
+
 def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
     """``(flat, unravel)``: the leaves of ``pytree`` raveled and concatenated, and
     the function that turns such a vector back into a pytree like ``pytree``."""
     leaves, treedef = tree_util.tree_flatten(pytree)
+    _check_numeric(pytree, leaves)
     flat, unravel_leaves = _ravel_leaves(leaves)
     return flat, functools.partial(_unravel_tree, treedef, unravel_leaves)

@@ -99,6 +99,7 @@ from lamina_linear_util.tree_util import (
     register_pytree_node_class,
     register_pytree_with_keys,
     register_static,
+    register_transform_node,
     registry,
     tree_all,
     tree_flatten,
@@ -115,6 +116,7 @@ from lamina_linear_util.tree_util import (
     treedef_is_leaf,
     treedef_is_strict_leaf,
     treedef_tuple,
+    user_trees,
 )
 
 __all__ = [
@@ -200,6 +202,7 @@ __all__ = [
     "register_pytree_node_class",
     "register_pytree_with_keys",
     "register_static",
+    "register_transform_node",
     "registry",
     "tree_all",
     "tree_flatten",
@@ -216,4 +219,5 @@ __all__ = [
     "treedef_is_leaf",
     "treedef_is_strict_leaf",
     "treedef_tuple",
+    "user_trees",
 ]

@@ -9,8 +9,17 @@ order), namedtuples, ``None`` (a node with no children), ``OrderedDict`` and
 ``defaultdict`` are built-in nodes; other types are leaves unless registered
 with :func:`register_pytree_node`, :func:`register_pytree_with_keys`,
 :func:`register_dataclass` or :func:`register_static`. Every registration goes
-into both registries: :data:`registry` (``None`` is an empty subtree) and
-:data:`none_leaf_registry` (``None`` is a leaf, used for axis specifications).
+into every registry: :data:`default_registry` (users' trees),
+:data:`registry` (transformations' trees, ``None`` an empty subtree),
+:data:`none_leaf_registry` (``None`` a leaf, for axis specifications) and
+:data:`dispatch_registry` (the C++ jit path).
+
+Two views of one tree. A type registered with :func:`register_transform_node`
+is a node for transformations only: users see it as a leaf (as JAX users see
+a typed key array), while ``jit``, ``vmap``, ``grad``, control flow... flatten
+it into the arrays it holds. The module's functions (``tree_flatten``,
+``tree_map``, ...) are the transformations' view, :data:`transform_trees`;
+the users' view is :data:`user_trees`, which ``lamina.tree_util`` publishes.
 
 The functions are thin wrappers over the C++ registry: flattening does no
 Python work per leaf.
@@ -38,6 +47,7 @@ __all__ = [
     "KeyPath",
     "Partial",
     "PrefixMismatch",
+    "Pytrees",
     "PyTreeDef",
     "SequenceKey",
     "Unspecified",
@@ -59,6 +69,7 @@ __all__ = [
     "register_pytree_with_keys",
     "register_pytree_with_keys_class",
     "register_static",
+    "register_transform_node",
     "registry",
     "tree_all",
     "tree_broadcast",
@@ -78,6 +89,8 @@ __all__ = [
     "treedef_is_leaf",
     "treedef_is_strict_leaf",
     "treedef_tuple",
+    "transform_trees",
+    "user_trees",
 ]
 
 _pytree: Any = _jax.pytree
@@ -159,26 +172,27 @@ def _new_registry(*, none_is_node: bool) -> Any:
                                   enable_dict=True)
 
 
+default_registry: Any = _new_registry(none_is_node=True)
+"""The registry users' trees are read with (JAX's name): every registration
+except transformation-only nodes (:func:`register_transform_node`), which are
+leaves here. ``lamina.tree_util`` flattens with it."""
+
 registry: Any = _new_registry(none_is_node=True)
-"""lamina's pytree registry (``None`` is an empty subtree). Pass it to jaxlib
-APIs that take a registry (e.g. the C++ jit fast path)."""
+"""The registry transformations flatten with: every registration, including
+transformation-only nodes (``None`` is an empty subtree). Pass it to jaxlib
+APIs that take a registry."""
 
 none_leaf_registry: Any = _new_registry(none_is_node=False)
-"""The same registrations, but ``None`` is a leaf (for axis specifications)."""
+"""As :data:`registry`, but ``None`` is a leaf (for axis specifications)."""
 
 dispatch_registry: Any = _new_registry(none_is_node=True)
-"""The same registrations, plus nodes that the dispatch layers add for
-jaxlib's C++ jit path, which parses arguments with this registry: there,
-lamina's array wrapper is a node around the jaxlib array it holds."""
+"""As :data:`registry`, plus nodes that the dispatch layers add for jaxlib's
+C++ jit path, which parses arguments with this registry: there, lamina's array
+wrapper is a node around the jaxlib array it holds."""
 
-default_registry: Any = registry
-"""JAX's name for :data:`registry`."""
-
-_ALL_REGISTRIES: tuple[Any, ...] = (registry, none_leaf_registry, dispatch_registry)
-
-# Bound once: the wrappers below then cost one Python call over the C++ one.
-_flatten = registry.flatten
-_flatten_with_path = registry.flatten_with_path
+_TRANSFORM_REGISTRIES: tuple[Any, ...] = (registry, none_leaf_registry, dispatch_registry)
+# The users' registry last: a registration the others refuse leaves it unchanged.
+_ALL_REGISTRIES: tuple[Any, ...] = (*_TRANSFORM_REGISTRIES, default_registry)
 
 
 # --------------------------------------------------------------------------
@@ -217,45 +231,6 @@ def too_deep_error(what: str) -> PyTreeTooDeepError:
         "sys.setrecursionlimit.")
 
 
-# --------------------------------------------------------------------------
-# Flattening and unflattening
-# --------------------------------------------------------------------------
-
-def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
-                 ) -> tuple[list[Any], PyTreeDef]:
-    """Flatten ``tree`` into its leaves and its structure.
-
-    ``is_leaf(x)`` returning true stops the traversal at ``x`` (it becomes a leaf).
-    """
-    try:
-        leaves, treedef = _flatten(tree, is_leaf)
-    except SystemError as e:
-        raise _checked(e, "tree_flatten") from None
-    return leaves, treedef
-
-
-def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
-    """Rebuild a pytree of structure ``treedef`` from ``leaves``."""
-    return treedef.unflatten(leaves)
-
-
-def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
-    """The leaves of ``tree`` in flatten order."""
-    try:
-        leaves: list[Any] = _flatten(tree, is_leaf)[0]
-    except SystemError as e:
-        raise _checked(e, "tree_leaves") from None
-    return leaves
-
-
-def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
-    """The structure (``PyTreeDef``) of ``tree``."""
-    try:
-        treedef: PyTreeDef = _flatten(tree, is_leaf)[1]
-    except SystemError as e:
-        raise _checked(e, "tree_structure") from None
-    return treedef
-
 
 def _checked(error: SystemError, fun: str) -> BaseException:
     """What to raise for a ``SystemError`` out of the C++ flattening of the
@@ -264,54 +239,14 @@ def _checked(error: SystemError, fun: str) -> BaseException:
     return too_deep_error(f"{fun}: the tree") if is_too_deep(error) else error
 
 
-def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
-                           is_leaf_takes_path: bool = False
-                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
-    """Flatten ``tree`` into ``(key_path, leaf)`` pairs and its structure.
-
-    ``is_leaf`` takes the node, or ``(key_path, node)`` when ``is_leaf_takes_path``.
-    """
-    predicate: Callable[[Any, Any], bool] | None = is_leaf
-    if is_leaf is not None and not is_leaf_takes_path:
-        leaf_test = is_leaf
-        predicate = lambda _path, x: leaf_test(x)
-    try:
-        pairs, treedef = _flatten_with_path(tree, predicate)
-    except SystemError as e:
-        raise _checked(e, "tree_flatten_with_path") from None
-    return pairs, treedef
-
-
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
-                          is_leaf_takes_path: bool = False) -> list[tuple[KeyPath, Any]]:
-    """The ``(key_path, leaf)`` pairs of ``tree`` in flatten order."""
-    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
-
-
-def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
-    """True if every element of ``iterable`` is a leaf."""
-    if is_leaf is None:
-        return bool(_pytree.all_leaves(registry, iterable))
-    items = list(iterable)
-    return items == tree_leaves(items, is_leaf)
-
-
-def flatten_one_level(tree: Any) -> tuple[list[Any], Any]:
-    """The children and auxiliary data of the pytree node ``tree``.
-
-    Raises ``ValueError`` if ``tree`` is a leaf.
-    """
-    out = registry.flatten_one_level(tree)
-    if out is None:
-        raise ValueError(f"flatten_one_level: {tree!r} of type {type(tree).__name__} is "
-                         f"a leaf, not a pytree node")
-    children, aux = out
-    return list(children), aux
-
-
 # --------------------------------------------------------------------------
-# Treedefs
+# Structures
 # --------------------------------------------------------------------------
+
+def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
+    """Rebuild a pytree of structure ``treedef`` from ``leaves``."""
+    return treedef.unflatten(leaves)
+
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
     """The structures of the root node's children."""
@@ -326,12 +261,6 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
 def treedef_is_strict_leaf(treedef: PyTreeDef) -> bool:
     """True only for a single leaf."""
     return treedef.num_nodes == 1 and treedef.num_leaves == 1
-
-
-def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
-    """The structure of a tuple whose children have structures ``treedefs``."""
-    treedef: PyTreeDef = _pytree.treedef_tuple(registry, list(treedefs))
-    return treedef
 
 
 # --------------------------------------------------------------------------
@@ -397,20 +326,6 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
-def _keyed_children(x: Any) -> tuple[list[tuple[KeyEntry, Any]], Any] | None:
-    out = registry.flatten_one_level_with_keys(x)
-    if out is None:
-        return None
-    keyed, aux = out
-    keyed = list(keyed)
-    if _is_namedtuple(x):
-        # jaxlib 0.10's one-level flattening repeats the first field's key for
-        # namedtuples; the field names are the right keys.
-        keyed = [(GetAttrKey(name), child)
-                 for name, (_, child) in zip(type(x)._fields, keyed)]
-    return keyed, aux
-
-
 def _describe_node(x: Any, node: tuple[list[tuple[KeyEntry, Any]], Any] | None) -> str:
     if node is None:
         if isinstance(x, _PytreeLeaf):
@@ -436,38 +351,6 @@ def _same_aux(a: Any, b: Any) -> bool:
         return False
 
 
-def first_prefix_mismatch(prefix_tree: Any, full_tree: Any,
-                          is_leaf: Callable[[Any], bool] | None = None
-                          ) -> PrefixMismatch | None:
-    """The first place (in flatten order) where ``prefix_tree`` is not a tree
-    prefix of ``full_tree``, or ``None`` if it is one.
-
-    A leaf of ``prefix_tree`` (or a node for which ``is_leaf`` is true) matches
-    any subtree; a node must match a node of the same type, arity and metadata.
-    """
-    return _mismatch_below((), prefix_tree, full_tree, is_leaf)
-
-
-def _mismatch_below(path: KeyPath, prefix: Any, full: Any,
-                    is_leaf: Callable[[Any], bool] | None) -> PrefixMismatch | None:
-    if is_leaf is not None and is_leaf(prefix):
-        return None
-    prefix_node = _keyed_children(prefix)
-    if prefix_node is None:
-        return None
-    full_node = _keyed_children(full)
-    if (full_node is None or type(prefix) is not type(full)
-            or len(prefix_node[0]) != len(full_node[0])
-            or not _same_aux(prefix_node[1], full_node[1])):
-        return PrefixMismatch(path, _describe_node(prefix, prefix_node),
-                              _describe_node(full, full_node))
-    for (key, prefix_child), (_, full_child) in zip(prefix_node[0], full_node[0]):
-        found = _mismatch_below(path + (key,), prefix_child, full_child, is_leaf)
-        if found is not None:
-            return found
-    return None
-
-
 class _PytreeLeaf:
     """Stands for a leaf when only a treedef (no values) is at hand."""
 
@@ -480,136 +363,11 @@ class _PytreeLeaf:
 PYTREE_LEAF = _PytreeLeaf()
 
 
-def _structure_error(api: str, trees: Sequence[Any], is_leaf: Callable[[Any], bool] | None,
-                     cause: Exception) -> ValueError:
-    for i, other in enumerate(trees[1:], start=1):
-        mismatch = first_prefix_mismatch(trees[0], other, is_leaf)
-        if mismatch is not None:
-            return ValueError(
-                f"{api}: tree argument {i} does not have the structure of the first tree: "
-                f"at {mismatch.where_in_tree()}, the first tree has {mismatch.prefix_node} "
-                f"but tree argument {i} has {mismatch.full_node}")
-    return ValueError(f"{api}: the trees do not have the same structure: {cause}")
-
-
-# --------------------------------------------------------------------------
-# Mapping and reducing
-# --------------------------------------------------------------------------
-
-def tree_map(f: Callable[..., Any], tree: Any, *rest: Any,
-             is_leaf: Callable[[Any], bool] | None = None) -> Any:
-    """Apply ``f`` leaf-wise to ``tree`` and the trees in ``rest``.
-
-    Each tree in ``rest`` must have ``tree``'s structure, or have it as a prefix
-    (then ``f`` receives the corresponding subtrees). A mismatch raises a
-    ``ValueError`` naming the key path where the structures differ.
-    """
-    try:
-        leaves, treedef = _flatten(tree, is_leaf)
-    except SystemError as e:
-        raise _checked(e, "tree_map") from None
-    if not rest:
-        return treedef.unflatten(map(f, leaves))
-    try:
-        others = [treedef.flatten_up_to(other) for other in rest]
-    except (ValueError, TypeError) as e:
-        raise _structure_error("tree_map", (tree, *rest), is_leaf, e) from None
-    return treedef.unflatten(map(f, leaves, *others))
-
-
-def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
-                       is_leaf: Callable[..., bool] | None = None,
-                       is_leaf_takes_path: bool = False) -> Any:
-    """Like :func:`tree_map`, but ``f`` receives the key path first."""
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
-    paths = [path for path, _ in pairs]
-    leaves = [leaf for _, leaf in pairs]
-    try:
-        others = [treedef.flatten_up_to(other) for other in rest]
-    except (ValueError, TypeError) as e:
-        leaf_test = None if is_leaf_takes_path else is_leaf
-        raise _structure_error("tree_map_with_path", (tree, *rest), leaf_test, e) from None
-    return treedef.unflatten(map(f, paths, leaves, *others))
-
-
-def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
-                   pytree_to_transpose: Any) -> Any:
-    """Turn a tree of structure outer-of-inner into one of inner-of-outer.
-
-    With ``inner_treedef=None`` the inner structure is read from the first
-    outer leaf.
-    """
-    flat, treedef = _flatten(pytree_to_transpose)
-    if inner_treedef is None:
-        inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
-    inner_size = inner_treedef.num_leaves
-    outer_size = outer_treedef.num_leaves
-    if treedef.num_leaves != inner_size * outer_size:
-        expected = outer_treedef.compose(inner_treedef)
-        raise TypeError(f"tree_transpose: the tree has structure {treedef}, but the outer "
-                        f"and inner structures make {expected}")
-    rows = [flat[i * inner_size:(i + 1) * inner_size] for i in range(outer_size)]
-    subtrees = [outer_treedef.unflatten(column) for column in zip(*rows)]
-    if not rows:
-        subtrees = [outer_treedef.unflatten([]) for _ in range(inner_size)]
-    return inner_treedef.unflatten(subtrees)
-
-
 class _NoInitializer:
     __slots__ = ()
 
 
 _NO_INITIALIZER = _NoInitializer()
-
-
-def tree_reduce(function: Callable[[T, Any], T], tree: Any,
-                initializer: T | _NoInitializer = _NO_INITIALIZER,
-                is_leaf: Callable[[Any], bool] | None = None) -> T:
-    """``functools.reduce`` over the leaves of ``tree``."""
-    leaves = tree_leaves(tree, is_leaf)
-    result: T
-    if isinstance(initializer, _NoInitializer):
-        result = functools.reduce(function, leaves)
-    else:
-        result = functools.reduce(function, leaves, initializer)
-    return result
-
-
-def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
-    """True if every leaf of ``tree`` is truthy."""
-    return all(tree_leaves(tree, is_leaf))
-
-
-def broadcast_prefix(prefix_tree: Any, full_tree: Any,
-                     is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
-    """Repeat each leaf of ``prefix_tree`` once per leaf of the matching subtree
-    of ``full_tree``. A ``ValueError`` names where ``prefix_tree`` is not a prefix."""
-    prefix_leaves, prefix_treedef = _flatten(prefix_tree, is_leaf)
-    try:
-        subtrees = prefix_treedef.flatten_up_to(full_tree)
-    except (ValueError, TypeError) as e:
-        mismatch = first_prefix_mismatch(prefix_tree, full_tree, is_leaf)
-        if mismatch is None:
-            raise ValueError(f"broadcast_prefix: not a tree prefix: {e}") from None
-        raise ValueError(
-            f"broadcast_prefix: the prefix tree is not a tree prefix of the full tree: at "
-            f"{mismatch.where_in_tree()}, the prefix has {mismatch.prefix_node} but the "
-            f"full tree has {mismatch.full_node}") from None
-    result: list[Any] = []
-    for leaf, subtree in zip(prefix_leaves, subtrees):
-        result.extend([leaf] * _flatten(subtree)[1].num_leaves)
-    return result
-
-
-
-def tree_broadcast(prefix_tree: Any, full_tree: Any,
-                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
-    """``prefix_tree`` grown to the structure of ``full_tree``: each of its
-    leaves is repeated at every leaf of the matching subtree of ``full_tree``
-    (``tree_broadcast([1, 2], [(3, 4), 5])`` is ``[(1, 1), 2]``). A
-    ``ValueError`` names where ``prefix_tree`` is not a prefix."""
-    leaves = broadcast_prefix(prefix_tree, full_tree, is_leaf)
-    return tree_structure(full_tree).unflatten(leaves)
 
 
 class Unspecified:
@@ -625,45 +383,317 @@ class Unspecified:
 _UNSPECIFIED = Unspecified()
 
 
-def tree_reduce_associative(operation: Callable[[T, T], T], tree: Any, *,
-                            identity: T | Unspecified = _UNSPECIFIED,
-                            is_leaf: Callable[[Any], bool] | None = None) -> T:
-    """Reduce the leaves of ``tree`` with the associative ``operation`` as a
-    balanced binary tree (the left half of the leaves, then the right half,
-    then ``operation`` of the two). An empty tree gives ``identity``; without
-    one it is a ``TypeError``."""
-    leaves = tree_leaves(tree, is_leaf)
-    if not leaves:
-        if isinstance(identity, Unspecified):
-            raise TypeError("tree_reduce_associative: the tree has no leaves and no "
-                            "identity was given; pass identity= for empty trees")
-        return identity
+# --------------------------------------------------------------------------
+# The functions over one registry
+# --------------------------------------------------------------------------
 
-    def halves(lo: int, hi: int) -> T:
-        if hi - lo == 1:
-            leaf: T = leaves[lo]
-            return leaf
-        mid = lo + (hi - lo) // 2
-        return operation(halves(lo, mid), halves(mid, hi))
+class Pytrees:
+    """The pytree functions (``tree_flatten``, ``tree_map``, ...) over one
+    registry. The module's functions are :data:`transform_trees`' (what
+    transformations see); ``lamina.tree_util`` offers :data:`user_trees`'."""
 
-    return halves(0, len(leaves))
+    __slots__ = ("registry", "_flatten", "_flatten_with_path")
 
+    def __init__(self, registry: Any) -> None:
+        self.registry = registry
+        # Bound once: each function then costs one Python call over the C++ one.
+        self._flatten = registry.flatten
+        self._flatten_with_path = registry.flatten_with_path
 
-def flatten_one_level_with_keys(tree: Any) -> tuple[list[tuple[KeyEntry, Any]], Any]:
-    """The ``(key, child)`` pairs and auxiliary data of the pytree node
-    ``tree`` (namedtuple children are keyed by their field names). Raises
-    ``ValueError`` if ``tree`` is a leaf."""
-    out = _keyed_children(tree)
-    if out is None:
-        raise ValueError(f"flatten_one_level_with_keys: {tree!r} of type "
-                         f"{type(tree).__name__} is a leaf, not a pytree node")
-    return out
+    def tree_flatten(self, tree: Any, is_leaf: Callable[[Any], bool] | None = None
+                     ) -> tuple[list[Any], PyTreeDef]:
+        """Flatten ``tree`` into its leaves and its structure.
 
+        ``is_leaf(x)`` returning true stops the traversal at ``x`` (it becomes a leaf).
+        """
+        try:
+            leaves, treedef = self._flatten(tree, is_leaf)
+        except SystemError as e:
+            raise _checked(e, "tree_flatten") from None
+        return leaves, treedef
 
-def is_tree_node(typ: type[Any]) -> bool:
-    """Whether instances of ``typ`` are pytree nodes (built in, a namedtuple,
-    or registered), not leaves."""
-    return bool(registry.is_node(typ))
+    def tree_leaves(self, tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+        """The leaves of ``tree`` in flatten order."""
+        try:
+            leaves: list[Any] = self._flatten(tree, is_leaf)[0]
+        except SystemError as e:
+            raise _checked(e, "tree_leaves") from None
+        return leaves
+
+    def tree_structure(self, tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
+        """The structure (``PyTreeDef``) of ``tree``."""
+        try:
+            treedef: PyTreeDef = self._flatten(tree, is_leaf)[1]
+        except SystemError as e:
+            raise _checked(e, "tree_structure") from None
+        return treedef
+
+    def tree_flatten_with_path(self, tree: Any, is_leaf: Callable[..., bool] | None = None,
+                               is_leaf_takes_path: bool = False
+                               ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+        """Flatten ``tree`` into ``(key_path, leaf)`` pairs and its structure.
+
+        ``is_leaf`` takes the node, or ``(key_path, node)`` when ``is_leaf_takes_path``.
+        """
+        predicate: Callable[[Any, Any], bool] | None = is_leaf
+        if is_leaf is not None and not is_leaf_takes_path:
+            leaf_test = is_leaf
+            predicate = lambda _path, x: leaf_test(x)
+        try:
+            pairs, treedef = self._flatten_with_path(tree, predicate)
+        except SystemError as e:
+            raise _checked(e, "tree_flatten_with_path") from None
+        return pairs, treedef
+
+    def tree_leaves_with_path(self, tree: Any, is_leaf: Callable[..., bool] | None = None,
+                              is_leaf_takes_path: bool = False) -> list[tuple[KeyPath, Any]]:
+        """The ``(key_path, leaf)`` pairs of ``tree`` in flatten order."""
+        return self.tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+    def all_leaves(self, iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
+        """True if every element of ``iterable`` is a leaf."""
+        if is_leaf is None:
+            return bool(_pytree.all_leaves(self.registry, iterable))
+        items = list(iterable)
+        return items == self.tree_leaves(items, is_leaf)
+
+    def flatten_one_level(self, tree: Any) -> tuple[list[Any], Any]:
+        """The children and auxiliary data of the pytree node ``tree``.
+
+        Raises ``ValueError`` if ``tree`` is a leaf.
+        """
+        out = self.registry.flatten_one_level(tree)
+        if out is None:
+            raise ValueError(f"flatten_one_level: {tree!r} of type {type(tree).__name__} is "
+                             f"a leaf, not a pytree node")
+        children, aux = out
+        return list(children), aux
+
+    def treedef_tuple(self, treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+        """The structure of a tuple whose children have structures ``treedefs``."""
+        treedef: PyTreeDef = _pytree.treedef_tuple(self.registry, list(treedefs))
+        return treedef
+
+    def _keyed_children(self, x: Any) -> tuple[list[tuple[KeyEntry, Any]], Any] | None:
+        out = self.registry.flatten_one_level_with_keys(x)
+        if out is None:
+            return None
+        keyed, aux = out
+        keyed = list(keyed)
+        if _is_namedtuple(x):
+            # jaxlib 0.10's one-level flattening repeats the first field's key for
+            # namedtuples; the field names are the right keys.
+            keyed = [(GetAttrKey(name), child)
+                     for name, (_, child) in zip(type(x)._fields, keyed)]
+        return keyed, aux
+
+    def first_prefix_mismatch(self, prefix_tree: Any, full_tree: Any,
+                              is_leaf: Callable[[Any], bool] | None = None
+                              ) -> PrefixMismatch | None:
+        """The first place (in flatten order) where ``prefix_tree`` is not a tree
+        prefix of ``full_tree``, or ``None`` if it is one.
+
+        A leaf of ``prefix_tree`` (or a node for which ``is_leaf`` is true) matches
+        any subtree; a node must match a node of the same type, arity and metadata.
+        """
+        return self._mismatch_below((), prefix_tree, full_tree, is_leaf)
+
+    def _mismatch_below(self, path: KeyPath, prefix: Any, full: Any,
+                        is_leaf: Callable[[Any], bool] | None) -> PrefixMismatch | None:
+        if is_leaf is not None and is_leaf(prefix):
+            return None
+        prefix_node = self._keyed_children(prefix)
+        if prefix_node is None:
+            return None
+        full_node = self._keyed_children(full)
+        if (full_node is None or type(prefix) is not type(full)
+                or len(prefix_node[0]) != len(full_node[0])
+                or not _same_aux(prefix_node[1], full_node[1])):
+            return PrefixMismatch(path, _describe_node(prefix, prefix_node),
+                                  _describe_node(full, full_node))
+        for (key, prefix_child), (_, full_child) in zip(prefix_node[0], full_node[0]):
+            found = self._mismatch_below(path + (key,), prefix_child, full_child, is_leaf)
+            if found is not None:
+                return found
+        return None
+
+    def _structure_error(self, api: str, trees: Sequence[Any], is_leaf: Callable[[Any], bool] | None,
+                         cause: Exception) -> ValueError:
+        for i, other in enumerate(trees[1:], start=1):
+            mismatch = self.first_prefix_mismatch(trees[0], other, is_leaf)
+            if mismatch is not None:
+                return ValueError(
+                    f"{api}: tree argument {i} does not have the structure of the first tree: "
+                    f"at {mismatch.where_in_tree()}, the first tree has {mismatch.prefix_node} "
+                    f"but tree argument {i} has {mismatch.full_node}")
+        return ValueError(f"{api}: the trees do not have the same structure: {cause}")
+
+    def tree_map(self, f: Callable[..., Any], tree: Any, *rest: Any,
+                 is_leaf: Callable[[Any], bool] | None = None) -> Any:
+        """Apply ``f`` leaf-wise to ``tree`` and the trees in ``rest``.
+
+        Each tree in ``rest`` must have ``tree``'s structure, or have it as a prefix
+        (then ``f`` receives the corresponding subtrees). A mismatch raises a
+        ``ValueError`` naming the key path where the structures differ.
+        """
+        try:
+            leaves, treedef = self._flatten(tree, is_leaf)
+        except SystemError as e:
+            raise _checked(e, "tree_map") from None
+        if not rest:
+            return treedef.unflatten(map(f, leaves))
+        try:
+            others = [treedef.flatten_up_to(other) for other in rest]
+        except (ValueError, TypeError) as e:
+            raise self._structure_error("tree_map", (tree, *rest), is_leaf, e) from None
+        return treedef.unflatten(map(f, leaves, *others))
+
+    def tree_map_with_path(self, f: Callable[..., Any], tree: Any, *rest: Any,
+                           is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False) -> Any:
+        """Like :func:`tree_map`, but ``f`` receives the key path first."""
+        pairs, treedef = self.tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+        paths = [path for path, _ in pairs]
+        leaves = [leaf for _, leaf in pairs]
+        try:
+            others = [treedef.flatten_up_to(other) for other in rest]
+        except (ValueError, TypeError) as e:
+            leaf_test = None if is_leaf_takes_path else is_leaf
+            raise self._structure_error("tree_map_with_path", (tree, *rest), leaf_test, e) from None
+        return treedef.unflatten(map(f, paths, leaves, *others))
+
+    def tree_transpose(self, outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
+                       pytree_to_transpose: Any) -> Any:
+        """Turn a tree of structure outer-of-inner into one of inner-of-outer.
+
+        With ``inner_treedef=None`` the inner structure is read from the first
+        outer leaf.
+        """
+        flat, treedef = self._flatten(pytree_to_transpose)
+        if inner_treedef is None:
+            inner_treedef = self.tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
+        inner_size = inner_treedef.num_leaves
+        outer_size = outer_treedef.num_leaves
+        if treedef.num_leaves != inner_size * outer_size:
+            expected = outer_treedef.compose(inner_treedef)
+            raise TypeError(f"tree_transpose: the tree has structure {treedef}, but the outer "
+                            f"and inner structures make {expected}")
+        rows = [flat[i * inner_size:(i + 1) * inner_size] for i in range(outer_size)]
+        subtrees = [outer_treedef.unflatten(column) for column in zip(*rows)]
+        if not rows:
+            subtrees = [outer_treedef.unflatten([]) for _ in range(inner_size)]
+        return inner_treedef.unflatten(subtrees)
+
+    def tree_reduce(self, function: Callable[[T, Any], T], tree: Any,
+                    initializer: T | _NoInitializer = _NO_INITIALIZER,
+                    is_leaf: Callable[[Any], bool] | None = None) -> T:
+        """``functools.reduce`` over the leaves of ``tree``."""
+        leaves = self.tree_leaves(tree, is_leaf)
+        result: T
+        if isinstance(initializer, _NoInitializer):
+            result = functools.reduce(function, leaves)
+        else:
+            result = functools.reduce(function, leaves, initializer)
+        return result
+
+    def tree_all(self, tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+        """True if every leaf of ``tree`` is truthy."""
+        return all(self.tree_leaves(tree, is_leaf))
+
+    def broadcast_prefix(self, prefix_tree: Any, full_tree: Any,
+                         is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+        """Repeat each leaf of ``prefix_tree`` once per leaf of the matching subtree
+        of ``full_tree``. A ``ValueError`` names where ``prefix_tree`` is not a prefix."""
+        prefix_leaves, prefix_treedef = self._flatten(prefix_tree, is_leaf)
+        try:
+            subtrees = prefix_treedef.flatten_up_to(full_tree)
+        except (ValueError, TypeError) as e:
+            mismatch = self.first_prefix_mismatch(prefix_tree, full_tree, is_leaf)
+            if mismatch is None:
+                raise ValueError(f"broadcast_prefix: not a tree prefix: {e}") from None
+            raise ValueError(
+                f"broadcast_prefix: the prefix tree is not a tree prefix of the full tree: at "
+                f"{mismatch.where_in_tree()}, the prefix has {mismatch.prefix_node} but the "
+                f"full tree has {mismatch.full_node}") from None
+        result: list[Any] = []
+        for leaf, subtree in zip(prefix_leaves, subtrees):
+            result.extend([leaf] * self._flatten(subtree)[1].num_leaves)
+        return result
+
+    def tree_broadcast(self, prefix_tree: Any, full_tree: Any,
+                       is_leaf: Callable[[Any], bool] | None = None) -> Any:
+        """``prefix_tree`` grown to the structure of ``full_tree``: each of its
+        leaves is repeated at every leaf of the matching subtree of ``full_tree``
+        (``tree_broadcast([1, 2], [(3, 4), 5])`` is ``[(1, 1), 2]``). A
+        ``ValueError`` names where ``prefix_tree`` is not a prefix."""
+        leaves = self.broadcast_prefix(prefix_tree, full_tree, is_leaf)
+        return self.tree_structure(full_tree).unflatten(leaves)
+
+    def tree_reduce_associative(self, operation: Callable[[T, T], T], tree: Any, *,
+                                identity: T | Unspecified = _UNSPECIFIED,
+                                is_leaf: Callable[[Any], bool] | None = None) -> T:
+        """Reduce the leaves of ``tree`` with the associative ``operation`` as a
+        balanced binary tree (the left half of the leaves, then the right half,
+        then ``operation`` of the two). An empty tree gives ``identity``; without
+        one it is a ``TypeError``."""
+        leaves = self.tree_leaves(tree, is_leaf)
+        if not leaves:
+            if isinstance(identity, Unspecified):
+                raise TypeError("tree_reduce_associative: the tree has no leaves and no "
+                                "identity was given; pass identity= for empty trees")
+            return identity
+
+        def halves(lo: int, hi: int) -> T:
+            if hi - lo == 1:
+                leaf: T = leaves[lo]
+                return leaf
+            mid = lo + (hi - lo) // 2
+            return operation(halves(lo, mid), halves(mid, hi))
+
+        return halves(0, len(leaves))
+
+    def flatten_one_level_with_keys(self, tree: Any) -> tuple[list[tuple[KeyEntry, Any]], Any]:
+        """The ``(key, child)`` pairs and auxiliary data of the pytree node
+        ``tree`` (namedtuple children are keyed by their field names). Raises
+        ``ValueError`` if ``tree`` is a leaf."""
+        out = self._keyed_children(tree)
+        if out is None:
+            raise ValueError(f"flatten_one_level_with_keys: {tree!r} of type "
+                             f"{type(tree).__name__} is a leaf, not a pytree node")
+        return out
+
+    def is_tree_node(self, typ: type[Any]) -> bool:
+        """Whether instances of ``typ`` are pytree nodes (built in, a namedtuple,
+        or registered), not leaves."""
+        return bool(self.registry.is_node(typ))
+
+transform_trees = Pytrees(registry)
+"""The pytree functions transformations use: nodes registered with
+:func:`register_transform_node` are nodes, so transformations reach their data."""
+
+user_trees = Pytrees(default_registry)
+"""The pytree functions users see (``lamina.tree_util``): nodes registered with
+:func:`register_transform_node` are leaves, as in JAX."""
+
+tree_flatten = transform_trees.tree_flatten
+tree_leaves = transform_trees.tree_leaves
+tree_structure = transform_trees.tree_structure
+tree_flatten_with_path = transform_trees.tree_flatten_with_path
+tree_leaves_with_path = transform_trees.tree_leaves_with_path
+all_leaves = transform_trees.all_leaves
+flatten_one_level = transform_trees.flatten_one_level
+treedef_tuple = transform_trees.treedef_tuple
+first_prefix_mismatch = transform_trees.first_prefix_mismatch
+tree_map = transform_trees.tree_map
+tree_map_with_path = transform_trees.tree_map_with_path
+tree_transpose = transform_trees.tree_transpose
+tree_reduce = transform_trees.tree_reduce
+tree_all = transform_trees.tree_all
+broadcast_prefix = transform_trees.broadcast_prefix
+tree_broadcast = transform_trees.tree_broadcast
+tree_reduce_associative = transform_trees.tree_reduce_associative
+flatten_one_level_with_keys = transform_trees.flatten_one_level_with_keys
+is_tree_node = transform_trees.is_tree_node
 
 
 # --------------------------------------------------------------------------
@@ -694,6 +724,33 @@ def register_pytree_node(nodetype: type[T],
     _register_everywhere(
         lambda reg: reg.register_node(nodetype, flatten_func, unflatten_func,
                                       flatten_with_keys_func), nodetype)
+
+
+def register_transform_node(nodetype: type[T],
+                            flatten_func: Callable[[T], tuple[Iterable[Any], Any]],
+                            unflatten_func: Callable[[Any, Iterable[Any]], T],
+                            flatten_with_keys_func: Callable[
+                                [T], tuple[Iterable[tuple[KeyEntry, Any]], Any]] | None = None,
+                            ) -> None:
+    """Make ``nodetype`` a node for transformations and a leaf for users.
+
+    Transformations (the functions of this module, :data:`registry`,
+    :data:`none_leaf_registry`, :data:`dispatch_registry`) flatten an instance
+    into the children ``flatten_func`` gives and rebuild it with
+    ``unflatten_func``, as for :func:`register_pytree_node`; the users' view
+    (:data:`user_trees`, :data:`default_registry`) keeps it whole, a leaf. For
+    values that hold arrays but are one array to the user (a typed key array);
+    such a value has a ``shape`` and a ``dtype``, and autodiff gives it one
+    ``float0`` tangent of its shape, as JAX does for key arrays.
+    ``flatten_with_keys_func`` gives the children's keys, which argument names
+    and result paths show (default ``FlattenedIndexKey(i)``). Registering a
+    type twice is a ``ValueError``.
+    """
+    try:
+        for reg in _TRANSFORM_REGISTRIES:
+            reg.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+    except ValueError as e:
+        raise ValueError(f"cannot register {nodetype!r} as a transformation node: {e}") from None
 
 
 def register_pytree_with_keys(nodetype: type[T],

@@ -21,7 +21,9 @@ from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, 
 from lamina_tracing_core import ad, batching, core, dtypes, vmappable
 from lamina_tracing_core import vma as _vma
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.ad_util import (Zero, instantiate_zeros, staging, tangent_aval,
+from lamina_tracing_core.ad_util import (Zero, instantiate_zeros, is_transform_node,
+                                         node_tangents_flat, staging, tangent_aval,
+                                         user_tangents,
                                          typed_array)
 from lamina_tracing_core.avals import (
     InvalidInputError,
@@ -121,6 +123,10 @@ abstract_only_types.add(ShapeDtypeStruct)
 _HOST_VALUES = (bool, int, float, complex, np.ndarray, np.generic)
 
 
+def _is_float0(ct: Any) -> bool:
+    return isinstance(ct, np.ndarray) and ct.dtype == dtypes.float0
+
+
 def _gradient_leaf(ct: Any, primal: Any) -> Any:
     """A gradient as an array, as JAX's ``grad`` returns: a cotangent that
     is still a host value (the seed passed through unchanged, a custom VJP's
@@ -128,7 +134,7 @@ def _gradient_leaf(ct: Any, primal: Any) -> Any:
     primal's tangent, weak type included. Float0 gradients of integer inputs
     stay numpy arrays, as in JAX; while staging, the staging turns constants
     into values itself."""
-    if not isinstance(ct, _HOST_VALUES) or staging():
+    if not isinstance(ct, _HOST_VALUES) or staging() or _is_float0(ct):
         return ct
     aval = tangent_aval(get_aval(primal))
     if aval.dtype == dtypes.float0:
@@ -207,6 +213,8 @@ def _check_jvp_args(primals: Any, tangents: Any, fun: Callable[..., Any] | None 
                         f"{type(primals).__name__} and {type(tangents).__name__}.")
     primals_flat, tree = tu.tree_flatten(primals)
     tangents_flat, tangent_tree = tu.tree_flatten(tangents)
+    if tree != tangent_tree and (expanded := node_tangents_flat(primals, tangents)) is not None:
+        tangents_flat, tangent_tree = expanded, tree
     if tree != tangent_tree:
         raise TypeError("primal and tangent arguments to jvp must have the same tree "
                         f"structure; primals have tree structure {tree} whereas tangents "
@@ -252,13 +260,15 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         n = n_main()
         out_tree, aux_tree = trees()
         primals_out = tu.tree_unflatten(out_tree, outs_p[:n])
-        tangents_out = tu.tree_unflatten(out_tree, [instantiate_zeros(t) for t in outs_t[:n]])
+        tangents_out = user_tangents(
+            tu.tree_unflatten(out_tree, [instantiate_zeros(t) for t in outs_t[:n]]))
         aux = tu.tree_unflatten(aux_tree, outs_p[n:])
         return primals_out, tangents_out, aux
     flat_fun, out_tree_thunk = api_util.flatten_fun_nokwargs(f, in_tree)
     outs_p, outs_t = ad.jvp(flat_fun, primals_flat, tangents_flat)
     return (tu.tree_unflatten(out_tree_thunk(), outs_p),
-            tu.tree_unflatten(out_tree_thunk(), [instantiate_zeros(t) for t in outs_t]))
+            user_tangents(tu.tree_unflatten(out_tree_thunk(),
+                                             [instantiate_zeros(t) for t in outs_t])))
 
 
 def _concat_aux(inner: Callable[..., Any], store: Any, *args: Any) -> list[Any]:
@@ -286,6 +296,8 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
 
     def f_jvp(*tangents: Any) -> Any:
         tangents_flat, tree = tu.tree_flatten(tangents)
+        if tree != in_tree and (expanded := node_tangents_flat(primals, tangents)) is not None:
+            tangents_flat, tree = expanded, in_tree
         if tree != in_tree:
             raise TypeError(f"linearized function called on tangents with tree structure "
                             f"{tree}, expected {in_tree}")
@@ -295,7 +307,7 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
                 raise ValueError(f"linearized function called with tangent of shape "
                                  f"{t_aval.shape}, expected {aval.shape}")
         outs = core.eval_jaxpr(jaxpr, consts, *tangents_flat)
-        return tu.tree_unflatten(out_tree, outs)
+        return user_tangents(tu.tree_unflatten(out_tree, outs))
 
     out = tu.tree_unflatten(out_tree, lin.out_primals)
     if has_aux:
@@ -328,6 +340,9 @@ def _vjp(f: WrappedFun, primals: Sequence[Any], *, has_aux: bool) -> Any:
 
     def vjp_fn(cotangents: Any) -> tuple[Any, ...]:
         cts_flat, ct_tree = tu.tree_flatten(cotangents)
+        if ct_tree != out_tree and (
+                expanded := node_tangents_flat(out, cotangents)) is not None:
+            cts_flat, ct_tree = expanded, out_tree
         if ct_tree != out_tree:
             raise ValueError(f"Tree structure of cotangent input {ct_tree}, does not match "
                              f"structure of primal output {out_tree}.")
@@ -349,7 +364,7 @@ def _vjp(f: WrappedFun, primals: Sequence[Any], *, has_aux: bool) -> Any:
             checked.append(Zero(want) if want.dtype == dtypes.float0 else ct)
         arg_cts = vjp_flat(*checked)
         arg_cts = [_fix_ct_dtype(ct, aval) for ct, aval in zip(arg_cts, primal_avals)]
-        return tuple(tu.tree_unflatten(in_tree, arg_cts))
+        return tuple(user_tangents(tu.tree_unflatten(in_tree, arg_cts)))
 
     out = tu.tree_unflatten(out_tree, out_primals)
     if has_aux:
@@ -367,13 +382,15 @@ def _fix_ct_dtype(ct: Any, aval: ShapedArray) -> Any:
 # --- grad --------------------------------------------------------------------------------------
 def _check_input_dtype_grad(holomorphic: bool, allow_int: bool, name: str | None,
                             x: Any) -> None:
-    aval = get_aval(x)
-    dt = aval.dtype
+    # a transformation-only node (a key array): named by its own dtype, not
+    # its data's, and never differentiable
+    node = is_transform_node(x)
+    dt = x.dtype if node else get_aval(x).dtype
     where = f" (argument {name})" if name else ""
-    if holomorphic and not dtypes.is_complex(dt):
+    if holomorphic and (node or not dtypes.is_complex(dt)):
         raise TypeError("grad with holomorphic=True requires inputs with complex dtype, "
                         f"but got {dt.name}{where}.")
-    if not dtypes.is_inexact(dt) and not allow_int:
+    if (node or not dtypes.is_inexact(dt)) and not allow_int:
         raise TypeError("grad requires real- or complex-valued inputs (input dtype that is a "
                         f"sub-dtype of np.inexact), but got {dt.name}{where}. If you want to "
                         "use Boolean- or integer-valued inputs, use vjp or set allow_int to "
@@ -489,9 +506,11 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
         names = f.debug_info.arg_names if f.debug_info is not None else ()
         leaves = tu.tree_leaves(dyn_args)
         try:
-            for i, leaf in enumerate(leaves):
+            i = 0  # the flat index (into names) of each leaf users see
+            for leaf in tu.user_trees.tree_leaves(dyn_args):
                 _check_input_dtype_grad(holomorphic, allow_int,
                                         names[i] if i < len(names) else None, leaf)
+                i += len(tu.tree_leaves(leaf))
         except InvalidInputError:
             raise core.invalid_argument_error(f.debug_info, leaves) from None
         if has_aux:
@@ -503,7 +522,7 @@ def _value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int], has_a
         # the seed 1 in the output's type: weak for a weak output (a Python
         # scalar), as in JAX, so the gradient promotes like the input did
         g = vjp_py(const(get_aval(ans), 1))
-        g = tu.tree_map(_gradient_leaf, g, dyn_args)
+        g = tu.user_trees.tree_map(_gradient_leaf, g, dyn_args)
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
             return (ans, aux), g

@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.debug_info import TracingDebugInfo
@@ -42,7 +43,8 @@ from lamina_linear_util.errors import StoreError
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
 from lamina_tracing_core import core
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.ad_util import Zero, add_tangents, tangent_aval, zeros_like_aval
+from lamina_tracing_core.ad_util import (Zero, add_tangents, node_tangents_flat, tangent_aval,
+                                         zeros_like_aval)
 from lamina_tracing_core.avals import ShapedArray, get_aval, is_array_like
 from lamina_tracing_core.control_flow.common import eval_closed, long_type_str, typematch
 from lamina_tracing_core.errors import UnexpectedTracerError
@@ -602,6 +604,15 @@ def _flatten_fwd(inner: Callable[..., Any], store: Any, symbolic_zeros: bool, pr
     return list(res) + list(outs)
 
 
+def _node_cotangents(ct: Any, tree: Any, avals: Sequence[ShapedArray]) -> list[Any] | None:
+    """``ct`` flattened as the argument of structure ``tree`` and flat types
+    ``avals``, when ``ct`` gives a key array (a transformation-only node) a
+    float0 cotangent of its shape, as JAX's bwd rules do; else None."""
+    # stand-ins of the argument's shapes: broadcast views, no memory
+    like = tree.unflatten([np.broadcast_to(np.zeros((), a.dtype), a.shape) for a in avals])
+    return node_tangents_flat(like, ct)
+
+
 def _flatten_bwd(bwd: Callable[..., Any], in_tree: Any, in_avals: Sequence[ShapedArray],
                  out_trees: Callable[[], Any], bwd_name: str) -> WrappedFun:
     """The user's ``bwd(res, ct_out) -> cts`` as ``(*res, *cts_out) -> [*cts_in]``
@@ -629,6 +640,9 @@ def _flatten_bwd(bwd: Callable[..., Any], in_tree: Any, in_avals: Sequence[Shape
                 flat += [None] * sub.num_leaves
                 continue
             leaves, ct_tree = tu.tree_flatten(ct)
+            if ct_tree != sub and (expanded := _node_cotangents(
+                    ct, sub, in_avals[len(flat):len(flat) + sub.num_leaves])) is not None:
+                leaves, ct_tree = expanded, sub
             if ct_tree != sub:
                 raise TypeError(
                     f"Custom VJP bwd rule {bwd_name} must produce an output with the same "

@@ -3,8 +3,10 @@
 How lamina represents them: a key array is a :class:`PRNGKeyArray` holding its
 *key data*, an ordinary ``uint32`` array (or tracer) of shape
 ``keys.shape + impl.key_shape``, and the implementation record. The key data
-is all a transformation sees: the class is a pytree node whose one leaf is the
-data and whose auxiliary data is the implementation, so ``jit``, ``vmap``,
+is all a transformation sees: the class is a pytree node for transformations
+only (``register_transform_node``; to users, ``lamina.tree_util``, it is a
+leaf, as in JAX) whose one leaf is the data, named by the key array's own path,
+and whose auxiliary data is the implementation, so ``jit``, ``vmap``,
 ``scan``, ``pmap``, ``device_put`` and shardings carry keys as their data and
 rebuild typed keys on the way out (their axes are the key array's leading
 axes). The key dtype itself (:class:`KeyDType`) is an extended dtype: its
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from lamina_linear_util.tree_util import register_pytree_node
+from lamina_linear_util.tree_util import register_transform_node
 from lamina_tracing_core import lax
 from lamina_tracing_core.avals import get_aval
 
@@ -257,6 +259,9 @@ class PRNGKeyArray:
             ready()
         return self
 
+    def __bool__(self) -> bool:
+        raise TypeError("key array cannot be converted to boolean.")
+
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("A typed key array cannot be converted to a NumPy array; use "
                         "lamina.random.key_data(keys) for its uint32 data")
@@ -306,8 +311,30 @@ def key_arrays_of(fun: str, values: Sequence[Any], names: Sequence[str]) -> list
     return list(values)
 
 
+class _KeyDataEntry:
+    """The key-path entry of a key array's data for transformations: it prints
+    as nothing, so argument names and result paths name a key array by its own
+    path (``k``, ``result[1]``), as JAX does."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        return "KeyDataEntry()"
+
+
+_KEY_DATA = _KeyDataEntry()
+
+
 def _flatten_keys(keys: PRNGKeyArray) -> tuple[tuple[Any], PRNGImpl]:
     return (keys._base,), keys._impl
+
+
+def _flatten_keys_with_keys(keys: PRNGKeyArray
+                            ) -> tuple[tuple[tuple[_KeyDataEntry, Any]], PRNGImpl]:
+    return ((_KEY_DATA, keys._base),), keys._impl
 
 
 def _unflatten_keys(impl: PRNGImpl, children: Any) -> PRNGKeyArray:
@@ -315,4 +342,5 @@ def _unflatten_keys(impl: PRNGImpl, children: Any) -> PRNGKeyArray:
     return PRNGKeyArray(base, impl)
 
 
-register_pytree_node(PRNGKeyArray, _flatten_keys, _unflatten_keys)
+# A leaf to users (as in JAX), its data to transformations.
+register_transform_node(PRNGKeyArray, _flatten_keys, _unflatten_keys, _flatten_keys_with_keys)
