@@ -711,20 +711,35 @@ def _as_variables(x: Any, rowvar: bool) -> Any:
 
 
 def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Array:
-    """Pearson correlation coefficients (``cov`` normalised by the standard
-    deviations, clipped to [-1, 1])."""
+    """Pearson correlation coefficients (``cov`` divided by the standard
+    deviation of the row, then of the column, clipped to [-1, 1]); called
+    eagerly, one compiled program, as JAX's."""
+    xs = _util.operand("corrcoef", x, "x")
+    ys = None if y is None else _util.operand("corrcoef", y, "y")
+    return _corrcoef_compiled(xs, ys, bool(rowvar))
+
+
+def _corrcoef(x: Any, y: Any, rowvar: bool) -> Array:
     c = cov(x, y, rowvar)
     if _util.ndim_of(c) == 0:
         return lax.div(c, c)
     d = lax.real(diagonal(c)) if dtypes.is_complex(get_aval(c).dtype) else diagonal(c)
-    std_dev = lax.sqrt(d)
+    std_dev = _util.convert(lax.sqrt(d), get_aval(c).dtype)
     n = _util.shape_of(d)[0]
-    scale = lax.mul(lax.broadcast_in_dim(std_dev, (n, n), (0,)),
-                    lax.broadcast_in_dim(std_dev, (n, n), (1,)))
-    out = lax.div(c, _util.convert(scale, get_aval(c).dtype))
+    # Two divisions by the deviations as a column, then as a row, each
+    # broadcast from its (n, 1) / (1, n) shape, as JAX's program has them:
+    # XLA then rewrites them as JAX users see it (a division by the product,
+    # or by a (n, n) broadcast of the vector, rounds differently).
+    column = lax.broadcast_in_dim(std_dev, (n, 1), (0,))
+    row = lax.broadcast_in_dim(std_dev, (1, n), (1,))
+    out = lax.div(c, lax.broadcast_in_dim(column, (n, n), (0, 1)))
+    out = lax.div(out, lax.broadcast_in_dim(row, (n, n), (0, 1)))
     if dtypes.is_complex(get_aval(out).dtype):
         return out
     return lax.clamp(np.asarray(-1, get_aval(out).dtype), out, np.asarray(1, get_aval(out).dtype))
+
+
+_corrcoef_compiled = tc_api.compiled_when_eager(_corrcoef, static_argnums=(2,))
 
 
 
