@@ -37,6 +37,8 @@ Hooks for higher-order primitives (tables keyed by primitive):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import itertools
+import operator
 from typing import Any
 
 import numpy as np
@@ -637,14 +639,24 @@ class ConstRecipe:
         self.val = val
 
 
-class EqnRecipe:
-    """An equation whose inputs are tracers (toposorted into a jaxpr later)."""
+_recipe_counter = itertools.count()
 
-    __slots__ = ("primitive", "in_tracers", "params", "outvars", "effects", "source_info")
+
+class EqnRecipe:
+    """An equation whose inputs are tracers (toposorted into a jaxpr later).
+
+    ``seq`` numbers recipes in creation order. Creation order is a topological
+    order (a recipe's inputs exist before it), and it is the program order JAX
+    keeps: equations come out in it, so transposition sums cotangents in the
+    same order as JAX, bit for bit."""
+
+    __slots__ = ("seq", "primitive", "in_tracers", "params", "outvars", "effects",
+                 "source_info")
 
     def __init__(self, primitive: Primitive, in_tracers: list[JaxprTracer],
                  params: dict[str, Any], outvars: list[Var], effects: Effects,
                  source_info: _si.SourceInfo):
+        self.seq = next(_recipe_counter)
         self.primitive = primitive
         self.in_tracers = in_tracers
         self.params = params
@@ -824,11 +836,14 @@ class JaxprTrace(Trace):
         return list(fun.call_wrapped(*tracers))
 
 
+_recipe_seq = operator.attrgetter("seq")
+
+
 def tracers_to_jaxpr(in_tracers: Sequence[JaxprTracer], out_tracers: Sequence[JaxprTracer],
                      debug_info: JaxprDebugInfo | None = None, *, allow_env: bool = False
                      ) -> tuple[Jaxpr, list[Any], list[JaxprTracer]]:
-    """Toposorts the recipes reachable from ``out_tracers`` into a jaxpr with
-    invars ``in_tracers``; constants become constvars. Unknown inputs that are
+    """Collects the recipes reachable from ``out_tracers`` into a jaxpr, in the
+    order they were created, with invars ``in_tracers``; constants become constvars. Unknown inputs that are
     not among ``in_tracers`` (free tracers of an enclosing partial evaluation)
     are returned as ``env`` when ``allow_env``, appended to the invars."""
     in_ids = {id(t) for t in in_tracers}
@@ -881,6 +896,8 @@ def tracers_to_jaxpr(in_tracers: Sequence[JaxprTracer], out_tracers: Sequence[Ja
             else:
                 stack.pop()
                 eqn_recipes.append(r)
+    # program (creation) order, as in JAX, not the depth-first order found above
+    eqn_recipes.sort(key=_recipe_seq)
     eqns = []
     effects: set[Any] = set()
     for r in eqn_recipes:

@@ -8,15 +8,16 @@ from typing import Any
 
 import numpy as np
 from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy.indexing import take
 from lamina_tracing_core.numpy.reductions import sum as _sum
-from lamina_tracing_core.numpy.shape_ops import broadcast_to, concatenate, ravel
+from lamina_tracing_core.numpy.shape_ops import broadcast_to, concatenate, moveaxis, ravel
 from lamina_tracing_core.numpy.sorting import argsort, searchsorted
-from lamina_tracing_core.numpy.ufuncs import multiply, remainder
+from lamina_tracing_core.numpy.ufuncs import add, multiply, remainder, subtract
 
 
 def _difference(a: Any, b: Any) -> Any:
@@ -119,22 +120,42 @@ def gradient(f: ArrayLike, *varargs: Any, axis: int | tuple[int, ...] | None = N
 
 def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0,
               axis: int = -1) -> Array:
-    """The integral of ``y`` along ``axis`` by the trapezoidal rule."""
-    (ys,) = _util.promote_dtypes_inexact("trapezoid", y)
+    """The integral of ``y`` along ``axis`` by the trapezoidal rule; called
+    eagerly, one compiled program, as JAX's."""
+    ys = _util.operand("trapezoid", y, "y")
     ax = _util.canonicalize_axis("trapezoid", axis, _util.ndim_of(ys))
-    n = _util.shape_of(ys)[ax]
-    mids = lax.add(lax.slice_in_dim(ys, 1, n, 1, ax), lax.slice_in_dim(ys, 0, max(n - 1, 0), 1, ax))
     if x is None:
-        (step,) = _util.promote_dtypes_inexact("trapezoid", dx)
-        widths = step
+        return _trapezoid_compiled(ys, None, _util.operand("trapezoid", dx, "dx"), ax)
+    return _trapezoid_compiled(ys, _util.operand("trapezoid", x, "x"), None, ax)
+
+
+def _trapezoid(y: Any, x: Any, dx: Any, axis: int) -> Array:
+    """JAX's arithmetic: with equal steps ``dx * (sum(y) - (y[0] + y[-1]) / 2)``,
+    else ``sum(dx * (y[1:] + y[:-1])) / 2``, along the last axis."""
+    if x is None:
+        (ys,) = _util.promote_dtypes_inexact("trapezoid", y)
+        steps = dx
+        if _util.ndim_of(steps) > 0:
+            steps = lax.expand_dims(steps, tuple(range(_util.ndim_of(ys) - _util.ndim_of(steps))))
+            steps = moveaxis(steps, axis, -1)
     else:
-        xs = _util.operand("trapezoid", x, "x")
+        ys, xs = _util.promote_dtypes_inexact("trapezoid", y, x)
         if _util.ndim_of(xs) == 1:
-            shape = [1] * _util.ndim_of(ys)
-            shape[ax] = _util.shape_of(xs)[0]
-            xs = lax.reshape(xs, tuple(shape))
-        widths = diff(xs, axis=ax)
-    return lax.mul(_sum(multiply(widths, mids), axis=ax), _util.convert(0.5, get_aval(mids).dtype))
+            steps = diff(xs)
+        else:
+            steps = moveaxis(diff(xs, axis=axis), axis, -1)
+    ys = moveaxis(ys, axis, -1)
+    n = _util.shape_of(ys)[-1]
+    last = _util.ndim_of(ys) - 1
+    if _util.ndim_of(steps) == 0 or _util.shape_of(steps)[-1] == 1:
+        step = steps if _util.ndim_of(steps) == 0 else lax.index_in_dim(steps, 0, _util.ndim_of(steps) - 1, False)
+        ends = add(lax.index_in_dim(ys, 0, last, False), lax.index_in_dim(ys, n - 1, last, False))
+        return multiply(step, subtract(_sum(ys, axis=-1), multiply(0.5, ends)))
+    pairs = add(lax.slice_in_dim(ys, 1, n, 1, last), lax.slice_in_dim(ys, 0, n - 1, 1, last))
+    return multiply(0.5, _sum(multiply(steps, pairs), axis=-1))
+
+
+_trapezoid_compiled = tc_api.compiled_when_eager(_trapezoid, static_argnums=(3,))
 
 
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None,

@@ -302,19 +302,30 @@ _linspace_compiled = tc_api.compiled_when_eager(_linspace, static_argnums=(2, 3,
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
              dtype: Any = None, axis: int = 0) -> Array:
-    """``base ** linspace(start, stop, num)``."""
+    """``base ** linspace(start, stop, num)``; called eagerly, one compiled
+    program, as JAX's."""
+    num = _util.concrete_int("logspace", num, "the num argument")
+    if num < 0:
+        raise ValueError(f"lamina.numpy.logspace: number of samples, {num}, must be non-negative")
+    return _logspace_compiled(start, stop, num, bool(endpoint),
+                              _util.operand("logspace", base, "base"),
+                              _user_dtype("logspace", dtype), int(axis))
+
+
+def _logspace(start: Any, stop: Any, num: int, endpoint: bool, base: Any,
+              user_dt: np.dtype[Any] | None, axis: int) -> Array:
     lo, hi = _util.promote_dtypes("logspace", start, stop)
-    out_dt = _user_dtype("logspace", dtype) or _float_computation_dtype(
-        dtypes.result_type(lo, hi))
+    out_dt = user_dt or _float_computation_dtype(dtypes.result_type(lo, hi))
     comp = _float_computation_dtype(out_dt)
     exponents = linspace(lo, hi, num, endpoint=endpoint, dtype=comp, axis=axis)
-    b = _util.convert(_util.operand("logspace", base, "base"), comp)
+    b = _util.convert(base, comp)
     b = lax.expand_dims(b, (axis,)) if _util.ndim_of(b) else b
     b, exponents = _util.promote_shapes("logspace", b, exponents)
-    out = lax.pow(b, exponents)
-    if dtypes.is_integer(out_dt):
-        out = lax.floor(out)
-    return _util.convert(out, out_dt)
+    # converted as JAX converts: toward zero for an integer dtype
+    return _util.convert(lax.pow(b, exponents), out_dt)
+
+
+_logspace_compiled = tc_api.compiled_when_eager(_logspace, static_argnums=(2, 3, 5, 6))
 
 
 # --- matrices ---------------------------------------------------------------------------

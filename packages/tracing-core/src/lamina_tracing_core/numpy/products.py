@@ -17,7 +17,8 @@ from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
-from lamina_tracing_core.numpy.creation import diagonal_mask
+from lamina_tracing_core.numpy.creation import arange, diagonal_mask
+from lamina_tracing_core.numpy.indexing import getitem
 from lamina_tracing_core.numpy.shape_ops import moveaxis
 from lamina_tracing_core.numpy.ufuncs import multiply, subtract
 
@@ -227,16 +228,14 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     shape = _util.shape_of(x)
     n, m = shape[-2], shape[-1]
     length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
-    batch = shape[:-2]
-    # Element (r, r + offset) of the flattened (n, m) block sits at r * (m + 1) + offset.
-    flat = lax.reshape(x, batch + (n * m,))
-    if length == 0:
-        return lax.full(batch + (0,), 0, get_aval(x).dtype)
-    start = offset if offset >= 0 else -offset * m
-    stop = start + (length - 1) * (m + 1) + 1
-    nb = len(batch)
-    return lax.slice(flat, (0,) * nb + (start,), batch + (stop,), (1,) * nb + (m + 1,))
-
+    # A gather of the (r, r + offset) elements, as JAX does: its transpose is a
+    # scatter-add, which XLA folds into the sum of the other cotangents the
+    # way it does for JAX, so gradients agree to the last bit.
+    rows = arange(length)
+    cols = arange(abs(offset), abs(offset) + length)
+    if offset < 0:
+        rows, cols = cols, rows
+    return getitem(x, (Ellipsis, rows, cols))
 
 def diag(v: Any, k: int = 0) -> Array:
     """A 1-D ``v`` as a 2-D array with ``v`` on the ``k``-th diagonal, or the

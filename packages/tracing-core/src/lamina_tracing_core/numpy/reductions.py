@@ -512,57 +512,72 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
                keepdims: bool = False) -> Array:
     """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis``."""
     _util.check_out("percentile", out)
-    (qs,) = _util.promote_dtypes_inexact("percentile", q)
-    return _quantile("percentile", a, lax.div(qs, _util.convert(100, get_aval(qs).dtype)),
-                     axis, method, keepdims)
+    return _quantile("percentile", a, q, axis, method, keepdims, percent=True)
 
 
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
 def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
-              skip_nans: bool = False) -> Array:
+              skip_nans: bool = False, percent: bool = False) -> Array:
+    """Checks the arguments, then runs :func:`_quantile_of` (one compiled
+    program when called eagerly, as JAX's)."""
     if method not in _METHODS:
         raise ValueError(f"lamina.numpy.{fun}: method must be one of {_METHODS}, got {method!r}")
     (x,) = _util.promote_dtypes_inexact(fun, a)
     x = _util.strip_weak(x)
-    qs = _util.convert(_util.operand(fun, q, "q"), get_aval(x).dtype)
     if dtypes.is_complex(get_aval(x).dtype):
         raise TypeError(f"lamina.numpy.{fun} does not support complex input")
-    shape = _util.shape_of(x)
-    flat, axes = _moved_last(fun, x, axis)
-    n = _util.shape_of(flat)[-1]
-    if n == 0:
+    (qs,) = _util.promote_dtypes_inexact(fun, _util.operand(fun, q, "q"))
+    axes = _util.canonicalize_axes(fun, axis, _util.ndim_of(x))
+    if math.prod(_util.shape_of(x)[i] for i in axes) == 0:
         raise ValueError(f"lamina.numpy.{fun} of an empty array")
+    return _quantile_compiled(x, qs, axes, method, bool(keepdims), skip_nans, percent)
+
+
+def _quantile_of(x: Any, qs: Any, axes: tuple[int, ...], method: str, keepdims: bool,
+                 skip_nans: bool, percent: bool) -> Array:
+    """JAX's arithmetic: positions ``q * (count - 1)`` and the interpolation
+    ``low * (1 - w) + high * w`` in the dtype of ``q``, the result converted
+    to the dtype of ``x``."""
+    qdt = get_aval(qs).dtype
+    if percent:
+        qs = lax.div(qs, _util.convert(100, qdt))
+    shape = _util.shape_of(x)
+    if skip_nans:
+        # every NaN positive, so that all sort last
+        x = lax.select(lax.ne(x, x), lax.full_like(x, np.nan), x)
+    flat, _ = _moved_last("quantile", x, axes)
+    n = _util.shape_of(flat)[-1]
     ordered = lax.sort(flat, dimension=-1)
     batch = _util.shape_of(ordered)[:-1]
     q_shape = _util.shape_of(qs)
     q_flat = lax.reshape(qs, (math.prod(q_shape),))
-    len_q = _util.shape_of(q_flat)[0]
-    out_shape = batch + (len_q,)
-    qdt = get_aval(q_flat).dtype
+    out_shape = batch + _util.shape_of(q_flat)
     q_b = lax.broadcast_in_dim(q_flat, out_shape, (len(batch),))
+    one = _util.convert(1, qdt)
     if skip_nans:
         # NaNs sort last: each slice interpolates over its own non-NaN count.
-        valid = sum(lax.eq(flat, flat), axis=-1, keepdims=True, dtype=qdt)
-        last = lax.max(lax.sub(valid, _util.convert(1, qdt)), _util.convert(0, qdt))
-        last = lax.broadcast_in_dim(lax.reshape(last, batch), out_shape,
-                                    tuple(range(len(batch))))
+        valid = sum(lax.eq(flat, flat), axis=-1, dtype=qdt)
+        last = lax.broadcast_in_dim(lax.sub(valid, one), out_shape, tuple(range(len(batch))))
     else:
         last = lax.full(out_shape, n - 1, qdt)
     pos = lax.mul(q_b, last)
+    lo, hi = lax.floor(pos), lax.ceil(pos)
+    high_weight = lax.sub(pos, lo)
+    low_weight = lax.sub(lax.full_like(high_weight, 1), high_weight)
     zero = lax.full(out_shape, 0, qdt)
-    lo = lax.clamp(zero, lax.floor(pos), last)
-    hi = lax.clamp(zero, lax.ceil(pos), last)
+    lo = lax.max(zero, lax.min(lo, last))
+    hi = lax.max(zero, lax.min(hi, last))
     ints = dtypes.default_int_dtype()
 
     def at(index: Any) -> Any:
         return lax.take_along_axis(ordered, lax.convert_element_type(index, ints), len(batch))
 
     low, high = at(lo), at(hi)
-    frac = _util.convert(lax.sub(pos, lo), get_aval(ordered).dtype)
     if method == "linear":
-        result = lax.add(low, lax.mul(lax.sub(high, low), frac))
+        result = lax.add(lax.mul(_util.convert(low, qdt), low_weight),
+                         lax.mul(_util.convert(high, qdt), high_weight))
     elif method == "lower":
         result = low
     elif method == "higher":
@@ -570,8 +585,9 @@ def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
     elif method == "midpoint":
         result = lax.mul(lax.add(low, high), _util.convert(0.5, get_aval(low).dtype))
     else:
-        # As JAX: the lower neighbour up to a fraction of one half (NumPy rounds to even).
-        result = lax.select(lax.le(frac, lax.full_like(frac, 0.5)), low, high)
+        # As JAX: the lower neighbour up to a weight of one half (NumPy rounds to even).
+        result = lax.select(lax.le(high_weight, lax.full_like(high_weight, 0.5)), low, high)
+    result = _util.convert(result, get_aval(ordered).dtype)
     if skip_nans:
         has_nan = all(lax.ne(flat, flat), axis=-1, keepdims=True)
     else:
@@ -587,6 +603,9 @@ def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
         kept_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
         result = lax.reshape(result, q_shape + kept_shape)
     return result
+
+
+_quantile_compiled = tc_api.compiled_when_eager(_quantile_of, static_argnums=(2, 3, 4, 5, 6))
 
 
 def median(a: ArrayLike, axis: Axis = None, out: None = None, overwrite_input: bool = False,
@@ -610,9 +629,8 @@ def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = Non
                   keepdims: bool = False) -> Array:
     """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis``, ignoring NaNs."""
     _util.check_out("nanpercentile", out)
-    (qs,) = _util.promote_dtypes_inexact("nanpercentile", q)
-    return _quantile("nanpercentile", a, lax.div(qs, _util.convert(100, get_aval(qs).dtype)),
-                     axis, method, keepdims, skip_nans=True)
+    return _quantile("nanpercentile", a, q, axis, method, keepdims, skip_nans=True,
+                     percent=True)
 
 
 def nanmedian(a: ArrayLike, axis: Axis = None, out: None = None,
@@ -711,20 +729,35 @@ def _as_variables(x: Any, rowvar: bool) -> Any:
 
 
 def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Array:
-    """Pearson correlation coefficients (``cov`` normalised by the standard
-    deviations, clipped to [-1, 1])."""
+    """Pearson correlation coefficients (``cov`` divided by the standard
+    deviation of the row, then of the column, clipped to [-1, 1]); called
+    eagerly, one compiled program, as JAX's."""
+    xs = _util.operand("corrcoef", x, "x")
+    ys = None if y is None else _util.operand("corrcoef", y, "y")
+    return _corrcoef_compiled(xs, ys, bool(rowvar))
+
+
+def _corrcoef(x: Any, y: Any, rowvar: bool) -> Array:
     c = cov(x, y, rowvar)
     if _util.ndim_of(c) == 0:
         return lax.div(c, c)
     d = lax.real(diagonal(c)) if dtypes.is_complex(get_aval(c).dtype) else diagonal(c)
-    std_dev = lax.sqrt(d)
+    std_dev = _util.convert(lax.sqrt(d), get_aval(c).dtype)
     n = _util.shape_of(d)[0]
-    scale = lax.mul(lax.broadcast_in_dim(std_dev, (n, n), (0,)),
-                    lax.broadcast_in_dim(std_dev, (n, n), (1,)))
-    out = lax.div(c, _util.convert(scale, get_aval(c).dtype))
+    # Two divisions by the deviations as a column, then as a row, each
+    # broadcast from its (n, 1) / (1, n) shape, as JAX's program has them:
+    # XLA then rewrites them as JAX users see it (a division by the product,
+    # or by a (n, n) broadcast of the vector, rounds differently).
+    column = lax.broadcast_in_dim(std_dev, (n, 1), (0,))
+    row = lax.broadcast_in_dim(std_dev, (1, n), (1,))
+    out = lax.div(c, lax.broadcast_in_dim(column, (n, n), (0, 1)))
+    out = lax.div(out, lax.broadcast_in_dim(row, (n, n), (0, 1)))
     if dtypes.is_complex(get_aval(out).dtype):
         return out
     return lax.clamp(np.asarray(-1, get_aval(out).dtype), out, np.asarray(1, get_aval(out).dtype))
+
+
+_corrcoef_compiled = tc_api.compiled_when_eager(_corrcoef, static_argnums=(2,))
 
 
 

@@ -536,10 +536,28 @@ def _exp2(x: Any) -> Any:
     return lax.exp2(x)
 
 
-def _log_base(base: float) -> Callable[[Any], Any]:
-    def log_base(x: Any) -> Any:
-        return lax.div(lax.log(x), lax.log(_const(x, base)))
-    return log_base
+def _log2(x: Any) -> Any:
+    """``log(x) / log(2)`` (complex: its parts divided), as JAX computes it."""
+    r = lax.log(x)
+    if not _is_complex(x):
+        return lax.div(r, lax.log(_const(x, 2.0)))
+    re, im = lax.real(r), lax.imag(r)
+    ln2 = lax.log(_const(re, 2.0))
+    return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
+
+
+#: 1 / log(10), by which JAX multiplies (a division by log(10) rounds differently)
+_ONE_OVER_LN10 = 0.4342944819032518
+
+
+def _log10(x: Any) -> Any:
+    """``log(x) * (1 / log(10))`` (complex: its parts), as JAX computes it."""
+    r = lax.log(x)
+    if not _is_complex(x):
+        return lax.mul(r, _const(x, _ONE_OVER_LN10))
+    re, im = lax.real(r), lax.imag(r)
+    scale = _const(re, _ONE_OVER_LN10)
+    return lax.complex(lax.mul(re, scale), lax.mul(im, scale))
 
 
 def _identity_for_ints(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -648,8 +666,8 @@ _UNARY_TABLE: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("expm1", lax.expm1, "inexact", "``exp(x) - 1``, accurate near 0."),
     ("log", lax.log, "inexact", "The natural logarithm."),
     ("log1p", lax.log1p, "inexact", "``log(1 + x)``, accurate near 0."),
-    ("log2", _log_base(2.0), "inexact", "The base-2 logarithm."),
-    ("log10", _log_base(10.0), "inexact", "The base-10 logarithm."),
+    ("log2", _log2, "inexact", "The base-2 logarithm."),
+    ("log10", _log10, "inexact", "The base-10 logarithm."),
     ("sqrt", lax.sqrt, "inexact", "The non-negative square root."),
     ("cbrt", _cbrt, "inexact", "The cube root."),
     ("sin", lax.sin, "inexact", "Sine."),

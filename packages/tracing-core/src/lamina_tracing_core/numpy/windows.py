@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.control_flow import while_loop
@@ -115,11 +116,20 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
               dtype: Any = None, axis: int = 0) -> Array:
     """``num`` numbers spaced evenly on a log scale from ``start`` to ``stop``
     (negative bounds keep their sign; array bounds broadcast, the samples go
-    along ``axis``)."""
+    along ``axis``); called eagerly, one compiled program, as JAX's."""
+    num = _util.concrete_int("geomspace", num, "the num argument")
+    if num < 0:
+        raise ValueError(f"lamina.numpy.geomspace: number of samples, {num}, must be "
+                         f"non-negative")
     lo, hi = _util.promote_dtypes("geomspace", start, stop)
     out_dt = _util.user_dtype("geomspace", dtype)
     if out_dt is None:
         out_dt = _inexact(dtypes.result_type(lo, hi))
+    return _geomspace_compiled(lo, hi, num, bool(endpoint), out_dt, int(axis))
+
+
+def _geomspace(lo: Any, hi: Any, num: int, endpoint: bool, out_dt: np.dtype[Any],
+               axis: int) -> Array:
     comp = _inexact(out_dt)
     lo, hi = _util.convert(lo, comp), _util.convert(hi, comp)
     sign = lax.sign(lo)
@@ -132,6 +142,9 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     if ax != 0:
         res = moveaxis(res, 0, ax)
     return _util.convert(res, out_dt)
+
+
+_geomspace_compiled = tc_api.compiled_when_eager(_geomspace, static_argnums=(2, 3, 4, 5))
 
 
 def _inexact(dt: np.dtype[Any]) -> np.dtype[Any]:
