@@ -47,8 +47,7 @@ from lamina_interpreters_pxla.sharding import (
     single_device_sharding,
 )
 from lamina_linear_util.cache import explain_cache_misses_enabled
-from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
-from lamina_mlir_lowering.lowering import sanitize_module_name
+from lamina_mlir_lowering.lowering_result import LoweringResult
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.dtypes import float0
@@ -293,6 +292,10 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
                                      extra=[s.sharding for s in nested] + list(in_sh),
                                      prefer=prefer)
     target = platforms if platforms is not None else (devices[0].platform,)
+    # Imported here: the lowering stack loads MLIR's dialects, which a program
+    # restored from the persistent trace cache does not need.
+    from lamina_mlir_lowering.lowering import lower_jaxpr_to_module, sanitize_module_name
+
     with lowering_sharding_context(devices, mesh):
         lowering = lower_jaxpr_to_module(
             sanitize_module_name(f"jit_{name}"),

@@ -102,7 +102,7 @@ from lamina_interpreters_pxla.executable import Executable
 from lamina_interpreters_pxla._jaxlib import DeviceClass
 from lamina_interpreters_pxla.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from lamina_linear_util import tree_util as tu
-from lamina_mlir_lowering.lowering import LoweringResult
+from lamina_mlir_lowering.lowering_result import LoweringResult
 from lamina_mlir_lowering.serialization import module_to_bytecode, module_to_text, parse_module
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
