@@ -8,12 +8,12 @@ lowering stack.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from lamina_tracing_core.avals import ShapedArray
 
-from lamina_mlir_lowering.serialization import module_to_bytecode, module_to_text
+from lamina_mlir_lowering.serialization import module_to_bytecode, module_to_text, parse_module
 from lamina_mlir_lowering.sharding import ArgSharding, MeshShape
 
 if TYPE_CHECKING:
@@ -87,4 +87,28 @@ class LoweringResult:
         return module_to_text(self.module, debug_info=debug_info)
 
     def as_bytecode(self) -> bytes:
+        if "module" not in self.__dict__:  # from_bytecode, not parsed yet
+            return cast("bytes", self.__dict__["_bytecode"])
         return module_to_bytecode(self.module)
+
+    @classmethod
+    def from_bytecode(cls, bytecode: bytes, **fields: Any) -> LoweringResult:
+        """A result whose module is ``bytecode`` (what :meth:`as_bytecode`
+        gave), parsed into this thread's context at the first use of
+        ``module``. A program restored from the persistent trace cache
+        compiles from the bytecode (``as_bytecode``), so unless its text or
+        module is asked for it never loads MLIR."""
+        result = cls(module=cast("ir.Module", None), **fields)
+        object.__delattr__(result, "module")
+        object.__setattr__(result, "_bytecode", bytes(bytecode))
+        return result
+
+    if not TYPE_CHECKING:  # (type checkers see ``module`` as the field it is)
+        def __getattr__(self, name):
+            bytecode = self.__dict__.get("_bytecode")
+            if name != "module" or bytecode is None:
+                raise AttributeError(
+                    f"{type(self).__name__!r} object has no attribute {name!r}")
+            module = parse_module(bytecode)
+            object.__setattr__(self, "module", module)
+            return module

@@ -359,16 +359,18 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
     start = time.perf_counter()
     explain_miss("compilation", program.lowering.module_name,
                  ["a new lowered module (see the lowering miss)"])
-    loaded = compile_module(program.lowering.module, devices, options,
-                            name=program.lowering.module_name,
-                            host_callbacks=program.lowering.host_callbacks)
+    lowering = program.lowering
+    # Bytecode is what compile_module hashes and compiles (a module restored
+    # from the trace cache is never parsed); callbacks need the ir.Module.
+    loaded = compile_module(lowering.module if lowering.host_callbacks else lowering.as_bytecode(),
+                            devices, options, name=lowering.module_name,
+                            host_callbacks=lowering.host_callbacks)
     elapsed = time.perf_counter() - start
     log_cost("compiling", program.lowering.module_name, elapsed)
     log_compilation(f"jit({program.fun_name})", program.arg_names, program.in_avals, elapsed)
     stats["compilations"] += 1
     in_sh = _concrete_in_shardings(program, loaded)
     out_sh = _concrete_out_shardings(program, loaded)
-    lowering = program.lowering
     out_avals = [canonical_aval(a) for a in program.out_avals]
     executable = Executable(
         loaded, name=f"jit({program.fun_name})", in_avals=program.in_avals,
