@@ -46,6 +46,7 @@ platform_lowering_rules: dict[str, dict[Primitive, LoweringRule]] = {
 _deferred: list[str] = ["lamina_mlir_lowering.lax_rules"]
 _deferred_lock = threading.RLock()
 _loaded_once = False  # whether a rule was looked up (deferred modules load at once)
+_loading = False  # whether load_deferred_rules is importing (under the lock)
 
 
 def canonicalize_platform(platform: str) -> str:
@@ -85,23 +86,29 @@ def defer_rule_module(module: str) -> None:
         load_deferred_rules()
 
 
-
 def load_deferred_rules() -> None:
     """Imports the modules given to :func:`defer_rule_module` (and
     ``lax_rules``) that are not imported yet. Their rules never replace one
-    registered before they were loaded."""
-    global _loaded_once
+    registered before they were loaded. Another thread looking a rule up
+    meanwhile waits until they are in."""
+    global _loaded_once, _loading
     with _deferred_lock:
         _loaded_once = True
-        while _deferred:
-            name = _deferred.pop(0)
-            earlier: dict[Any, dict[Primitive, LoweringRule]] = {
-                None: dict(lowering_rules),
-                **{p: dict(t) for p, t in platform_lowering_rules.items()}}
-            importlib.import_module(name)
-            lowering_rules.update(earlier[None])
-            for p, table in platform_lowering_rules.items():
-                table.update(earlier[p])
+        if _loading:  # a module being loaded looked a rule up (this thread)
+            return
+        _loading = True
+        try:
+            while _deferred:
+                earlier: dict[Any, dict[Primitive, LoweringRule]] = {
+                    None: dict(lowering_rules),
+                    **{p: dict(t) for p, t in platform_lowering_rules.items()}}
+                importlib.import_module(_deferred[0])
+                del _deferred[0]  # (after the import: lookups meanwhile wait for it)
+                lowering_rules.update(earlier[None])
+                for p, table in platform_lowering_rules.items():
+                    table.update(earlier[p])
+        finally:
+            _loading = False
 
 
 def get_lowering_rule(prim: Primitive, platform: str) -> LoweringRule | None:
