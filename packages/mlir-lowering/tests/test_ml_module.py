@@ -327,6 +327,25 @@ def test_serialization_round_trips() -> None:
     np.testing.assert_allclose(run(result, x, y)[0], np.sin(1.0) * np.ones(4), rtol=1e-6)
 
 
+def test_a_result_from_bytecode_parses_its_module_on_first_use() -> None:
+    import dataclasses
+
+    result = lower_jaxpr_to_module("jit_f", _two_arg_program())
+    data = result.as_bytecode()
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+              if f.name != "module"}
+    stored = ml.LoweringResult.from_bytecode(data, **fields)
+    assert stored.as_bytecode() == data and "module" not in vars(stored)  # not parsed
+    assert stored.arg_names == ("x", "y['hi']") and stored.module_name == "jit_f"
+    assert stored.as_text(debug_info=True) == result.as_text(debug_info=True)
+    assert isinstance(stored.module, ir.Module) and stored.module is stored.module
+    assert stored.as_bytecode() == data
+    with pytest.raises(AttributeError, match="no attribute 'modul'"):
+        stored.modul  # noqa: B018
+    x, y = np.ones(4, F32), np.ones(4, F32)
+    np.testing.assert_allclose(run(stored, x, y)[0], np.sin(1.0) * np.ones(4), rtol=1e-6)
+
+
 def test_consts_literals_and_dropped_outputs() -> None:
     b = JaxprBuilder("f")
     x = b.arg((2, 3), F32, "x")

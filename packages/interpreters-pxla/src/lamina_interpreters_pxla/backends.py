@@ -62,10 +62,10 @@ class BackendFactory:
 
 
 # --- plugin discovery ---------------------------------------------------------
-#: platform -> (glob under a sys.path entry, shared library file name)
+#: platform -> (glob under a ``jax_plugins`` folder of sys.path, shared library file name)
 _PLUGIN_LIBRARIES: dict[str, tuple[str, str]] = {
-    "cuda": ("jax_plugins/xla_cuda*", "xla_cuda_plugin.so"),
-    "rocm": ("jax_plugins/xla_rocm*", "xla_rocm_plugin.so"),
+    "cuda": ("xla_cuda*", "xla_cuda_plugin.so"),
+    "rocm": ("xla_rocm*", "xla_rocm_plugin.so"),
 }
 
 
@@ -88,12 +88,19 @@ def find_plugin_library(platform: str) -> str | None:
     pattern, lib_name = _PLUGIN_LIBRARIES.get(platform, ("", ""))
     if not pattern:
         return None
-    for entry in sys.path:
-        for folder in sorted(glob.glob(os.path.join(entry or ".", pattern)), reverse=True):
+    for plugins in _plugin_folders():
+        for folder in sorted(glob.glob(os.path.join(plugins, pattern)), reverse=True):
             candidate = os.path.join(folder, lib_name)
             if os.path.exists(candidate):
                 return candidate
     return None
+
+
+def _plugin_folders() -> list[str]:
+    """The ``jax_plugins`` folders of the sys.path entries, in order (one
+    stat per entry: globbing every entry costs milliseconds at start-up)."""
+    folders = (os.path.join(entry or ".", "jax_plugins") for entry in sys.path)
+    return [folder for folder in folders if os.path.isdir(folder)]
 
 
 def _make_plugin_client(platform: str, dist: DistributedSettings | None) -> Client:

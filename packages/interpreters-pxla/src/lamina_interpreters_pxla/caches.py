@@ -9,12 +9,13 @@ next call of every function trace, lower and compile again (what
 
 from __future__ import annotations
 
+import sys
+
 from lamina_linear_util.cache import clear_all_caches
 
 from lamina_interpreters_pxla import dispatch
 from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
 from lamina_interpreters_pxla.executable import clear_compile_cache
-from lamina_interpreters_pxla.pmap import clear_pmap_caches
 
 __all__ = ["clear_caches"]
 
@@ -24,5 +25,9 @@ def clear_caches() -> None:
     clear_all_caches()
     dispatch.clear_cache()
     clear_compile_cache()
-    clear_pmap_caches()
+    # pmap's caches exist once pmap is imported; importing it here would load
+    # its lowering (and MLIR's dialects) into every process that uses jit.
+    pmap = sys.modules.get("lamina_interpreters_pxla.pmap")
+    if pmap is not None:
+        pmap.clear_pmap_caches()
     clear_cpp_caches()

@@ -19,7 +19,6 @@ from lamina_interpreters_pxla.backends import default_device, device_list
 from lamina_interpreters_pxla.compiler import compiling_devices
 from lamina_interpreters_pxla.effects_runtime import callback_error
 from lamina_interpreters_pxla.sharding import GSPMDSharding, single_device_sharding
-from lamina_mlir_lowering.lax_rules.callbacks import HostFunction
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.callbacks import (
     HostCallback,
@@ -41,6 +40,10 @@ def run_host_callback(callback: HostCallback, args: tuple[Any, ...],
                       result_avals: tuple[ShapedArray, ...]) -> list[Array]:
     """Runs ``callback`` now on ``args``; its checked results as Arrays. A
     callback that raises gives the ``CallbackError`` a program would."""
+    # Imported here: the callback lowering rules load MLIR's dialects, which
+    # importing the runtime should not.
+    from lamina_mlir_lowering.lax_rules.callbacks import HostFunction
+
     fun = HostFunction(callback, result_avals, ordered=False)
     try:
         outs = fun(*[_host(x) for x in args])

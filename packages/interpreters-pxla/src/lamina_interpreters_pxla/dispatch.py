@@ -68,7 +68,6 @@ from lamina_interpreters_pxla.sharding import (
     single_device_sharding,
 )
 from lamina_interpreters_pxla.transfer import put_host_value, shard_args
-from lamina_mlir_lowering import lower_jaxpr_to_module
 from lamina_tracing_core import core, dtypes, primitives
 from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.base_primitives import convert_element_type_p
@@ -483,6 +482,10 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
     if n > 1:
         arg_specs = [s.to_sharding_spec(a.ndim, devices)
                      for s, a in zip(placement.in_shardings, in_avals)]
+    # Imported here: the lowering stack loads MLIR's dialects, which a process
+    # running only stored programs (the persistent caches) never needs.
+    from lamina_mlir_lowering.lowering import lower_jaxpr_to_module
+
     lowering = lower_jaxpr_to_module(
         f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
         num_partitions=n)

@@ -27,7 +27,7 @@ from lamina_interpreters_pxla._jaxlib import ArrayImpl, Device, JaxRuntimeError,
 from lamina_interpreters_pxla.buffers import put_host_value
 from lamina_interpreters_pxla.compiler import result_handler
 from lamina_interpreters_pxla.sharding import GSPMDSharding, single_device_sharding
-from lamina_mlir_lowering.lowering import TOKEN_AVAL
+from lamina_mlir_lowering.lowering_result import TOKEN_AVAL
 from lamina_tracing_core.callbacks import CallbackError
 
 __all__ = ["ProgramCallbackError", "TokenSlot", "callback_error", "effects_barrier",

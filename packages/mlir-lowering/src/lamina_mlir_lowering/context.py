@@ -13,8 +13,15 @@ import threading
 
 import jaxlib.mlir._mlir_libs._jax_mlir_ext as _jax_mlir_ext
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import chlo, sdy
-from jaxlib.mlir.dialects import stablehlo as hlo
+
+# The dialects' native registration functions (what ``jaxlib.mlir.dialects.
+# stablehlo.register_dialect`` and friends are), taken from the extension
+# modules: the Python op classes of ``jaxlib.mlir.dialects`` take tens of
+# milliseconds to import, which a process that only parses a stored module
+# (a persistent trace cache hit) need not pay. Building operations imports them.
+from jaxlib.mlir._mlir_libs import _chlo as chlo
+from jaxlib.mlir._mlir_libs import _sdy as sdy
+from jaxlib.mlir._mlir_libs import _stablehlo as hlo
 
 __all__ = ["make_context", "default_context"]
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -38,6 +37,7 @@ from lamina_tracing_core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Lit
 
 from lamina_mlir_lowering.axis_context import AxisContext, ShardingAxisContext
 from lamina_mlir_lowering.context import default_context
+from lamina_mlir_lowering.lowering_result import TOKEN_AVAL, LoweringResult
 from lamina_mlir_lowering.rules import (
     LoweringError,
     LoweringRule,
@@ -45,7 +45,6 @@ from lamina_mlir_lowering.rules import (
     ModuleContext,
     canonicalize_platform,
 )
-from lamina_mlir_lowering.serialization import module_to_bytecode, module_to_text
 from lamina_mlir_lowering.sharding import (
     UNSPECIFIED,
     ArgSharding,
@@ -65,75 +64,6 @@ SHARDING_FORMATS = ("shardy", "gspmd")
 #: How the leading platform-selecting argument of a multi-platform module is named.
 PLATFORM_INDEX_NAME = "_platform_index"
 _MESH_NAME = "mesh"
-#: What an ordered-effects token is outside a module (``main``'s token argument/result).
-TOKEN_AVAL = ShapedArray((0,), np.dtype(np.bool_))
-
-
-@dataclass(frozen=True)
-class LoweringResult:
-    """What reached the module.
-
-    - ``module``: the verified ``ir.Module`` (``sym_name`` = ``module_name``);
-    - ``module_name``: the sanitized module name (``jit_f``, ``jit__lambda``);
-    - ``arg_names`` / ``in_avals`` / ``arg_shardings`` / ``donated_args`` /
-      ``output_aliases``: one entry per *kept* argument of the jaxpr, in
-      order (``kept_var_idx[i]`` is its index among the jaxpr's invars);
-      ``output_aliases[i]`` is the result that reuses kept argument ``i``'s
-      buffer (``tf.aliasing_output``), None if it does not;
-    - ``result_names`` / ``out_avals`` / ``result_shardings``: one per result;
-      avals are ``main``'s global types (per-device avals times the manual
-      tiling in a manual SPMD module);
-    - ``platforms``: the target platforms; with more than one, ``main`` takes
-      a leading ``i32`` platform index (``has_platform_index_arg``);
-    - ``num_replicas`` / ``num_partitions``: the module attributes;
-    - ``sharding_format``: ``'shardy'`` or ``'gspmd'``; ``mesh``: the mesh the
-      Shardy attributes refer to (None if no sharding was given);
-    - ``host_callbacks``: the Python functions the module's callback custom
-      calls run (registered with the client when it is compiled; such a
-      module cannot be serialized for later use);
-    - ``has_token``: ``main`` takes and returns an ordered-effects token (a
-      ``bool[0]`` array) before its other arguments and results, which the
-      runtime threads from one call to the next;
-    - ``sharding_inspectors``: the functions XLA's partitioner calls with an
-      operand's sharding when the module is compiled (kept alive until then).
-    """
-
-    module: ir.Module
-    module_name: str
-    arg_names: tuple[str | None, ...]
-    result_names: tuple[str | None, ...]
-    platforms: tuple[str, ...]
-    kept_var_idx: tuple[int, ...]
-    in_avals: tuple[ShapedArray, ...]
-    out_avals: tuple[ShapedArray, ...]
-    arg_shardings: tuple[ArgSharding, ...]
-    result_shardings: tuple[ArgSharding, ...]
-    num_replicas: int
-    num_partitions: int
-    donated_args: tuple[bool, ...]
-    output_aliases: tuple[int | None, ...]
-    sharding_format: str
-    mesh: MeshShape | None
-    host_callbacks: tuple[Any, ...] = ()
-    has_token: bool = False
-    sharding_inspectors: tuple[Any, ...] = ()
-
-    @property
-    def has_platform_index_arg(self) -> bool:
-        return len(self.platforms) > 1
-
-    @property
-    def buffer_donors(self) -> tuple[bool, ...]:
-        """Kept arguments donated without a result of their own type."""
-        return tuple(d and a is None for d, a in zip(self.donated_args, self.output_aliases))
-
-    def as_text(self, debug_info: bool = False) -> str:
-        return module_to_text(self.module, debug_info=debug_info)
-
-    def as_bytecode(self) -> bytes:
-        return module_to_bytecode(self.module)
-
-
 _SYMBOL_BAD = re.compile(r"[^\w.$-]")
 
 

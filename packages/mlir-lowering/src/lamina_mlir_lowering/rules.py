@@ -20,7 +20,8 @@ Tables:
 
 Both are keyed by the ``Primitive`` object; ``register_lowering(prim, rule,
 platform=None)`` fills them, called right beside the rule it registers
-(``register_lowering(lax.sin_p, _sin)``).
+(``register_lowering(lax.sin_p, _sin)``). The tables live in
+:mod:`~lamina_mlir_lowering.rule_table` (registering needs no MLIR).
 """
 
 from __future__ import annotations
@@ -34,6 +35,16 @@ from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.source_info import SourceInfo
 
 from lamina_mlir_lowering.axis_context import AxisContext
+from lamina_mlir_lowering.rule_table import (
+    KNOWN_PLATFORMS,
+    LoweringRule,
+    canonicalize_platform,
+    get_lowering_rule,
+    has_lowering_rule,
+    lowering_rules,
+    platform_lowering_rules,
+    register_lowering,
+)
 from lamina_mlir_lowering.locations import LocationCache
 from lamina_mlir_lowering.sharding import MeshShape
 from lamina_mlir_lowering.types import TypeCache, Value
@@ -49,61 +60,14 @@ __all__ = [
     "KNOWN_PLATFORMS", "canonicalize_platform",
 ]
 
-LoweringRule = Callable[..., Sequence[Value]]
 #: A primitive's rules for a set of platforms: (the common rule or None, per platform).
 ResolvedRules = tuple[LoweringRule | None, tuple[LoweringRule | None, ...]]
-
-#: The platforms a module can be lowered for (no device is needed for any).
-KNOWN_PLATFORMS: tuple[str, ...] = ("cpu", "cuda", "rocm", "tpu")
-_PLATFORM_ALIASES: dict[str, tuple[str, ...]] = {"gpu": ("cuda", "rocm")}
-
-lowering_rules: dict[Primitive, LoweringRule] = {}
-platform_lowering_rules: dict[str, dict[Primitive, LoweringRule]] = {
-    p: {} for p in KNOWN_PLATFORMS}
 
 
 class LoweringError(Exception):
     """A jaxpr could not be lowered: no rule for a primitive on a platform, a
     rule that failed, or a module that does not verify. The message names the
     primitive, the platform and the user's source line where known."""
-
-
-def canonicalize_platform(platform: str) -> str:
-    """``'CPU'`` -> ``'cpu'``; raises for names lamina cannot lower for."""
-    p = platform.lower()
-    if p not in KNOWN_PLATFORMS:
-        raise ValueError(f"unknown platform {platform!r}: lowering supports "
-                         f"{', '.join(KNOWN_PLATFORMS)}")
-    return p
-
-
-def _platforms_of(platform: str) -> tuple[str, ...]:
-    p = platform.lower()
-    if p in _PLATFORM_ALIASES:
-        return _PLATFORM_ALIASES[p]
-    return (canonicalize_platform(p),)
-
-
-def register_lowering(prim: Primitive, rule: LoweringRule,
-                      platform: str | None = None) -> LoweringRule:
-    """Registers ``rule`` for ``prim`` on every platform, or as the override
-    for ``platform`` only. Returns ``rule`` (usable as a decorator helper)."""
-    if platform is None:
-        lowering_rules[prim] = rule
-    else:
-        for p in _platforms_of(platform):
-            platform_lowering_rules[p][prim] = rule
-    return rule
-
-
-def get_lowering_rule(prim: Primitive, platform: str) -> LoweringRule | None:
-    """The rule that lowers ``prim`` for ``platform`` (override first), or None."""
-    override = platform_lowering_rules[platform].get(prim)
-    return override if override is not None else lowering_rules.get(prim)
-
-
-def has_lowering_rule(prim: Primitive, platform: str = "cpu") -> bool:
-    return get_lowering_rule(prim, canonicalize_platform(platform)) is not None
 
 
 class ModuleContext:

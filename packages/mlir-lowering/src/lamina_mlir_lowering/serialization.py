@@ -9,10 +9,10 @@ an ``ir.Module`` in the given (default: this thread's) context.
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
-from jaxlib.mlir import ir
-
-from lamina_mlir_lowering.context import default_context
+if TYPE_CHECKING:
+    from jaxlib.mlir import ir
 
 __all__ = ["module_to_text", "module_to_bytecode", "parse_module"]
 
@@ -32,6 +32,12 @@ def module_to_bytecode(module: ir.Module) -> bytes:
 def parse_module(source: str | bytes, context: ir.Context | None = None) -> ir.Module:
     """Parses MLIR text or bytecode into a module (StableHLO, chlo, func and
     Shardy are known in lamina's contexts)."""
+    # Imported here: serializing a module needs no MLIR import of its own, and
+    # a program restored from disk compiles from its bytecode unparsed.
+    from jaxlib.mlir import ir
+    # (the context loads MLIR's bindings too: imported here for the same reason)
+    from lamina_mlir_lowering.context import default_context
+
     ctx = context if context is not None else default_context()
     with ctx:
         return ir.Module.parse(source)

@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from jaxlib import xla_client as xc
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import sdy
+
+if TYPE_CHECKING:
+    from jaxlib.mlir import ir
 
 __all__ = ["MeshShape", "ShardingSpec", "Unspecified", "UNSPECIFIED", "ArgSharding",
            "is_unspecified"]
@@ -96,6 +97,10 @@ class MeshShape:
 
     def to_sdy_mesh_attr(self) -> ir.Attribute:
         """``<["x"=4, "y"=2]>`` (with device ids when not in iota order)."""
+        # Imported here: the runtime's shardings use these classes without
+        # MLIR (a program from the persistent trace cache loads no dialects).
+        from jaxlib.mlir.dialects import sdy
+
         axes = [sdy.MeshAxisAttr.get(n, s) for n, s in zip(self.axis_names, self.axis_sizes)]
         ids = [] if self.is_iota() else list(self.device_ids or ())
         return sdy.MeshAttr.get(axes, ids)
@@ -166,6 +171,8 @@ class ShardingSpec:
     # --- MLIR / HLO forms ---------------------------------------------------
     def to_sdy_attr(self, mesh_name: str = "mesh") -> ir.Attribute:
         """``#sdy.sharding<@mesh_name, [{"x"}, {}]>``; every dimension closed."""
+        from jaxlib.mlir.dialects import sdy  # see to_sdy_mesh_attr
+
         dims = [sdy.DimensionShardingAttr.get([sdy.AxisRefAttr.get(a) for a in axes],
                                               is_closed=True) for axes in self.dims]
         replicated = [sdy.AxisRefAttr.get(a) for a in self.replicated]

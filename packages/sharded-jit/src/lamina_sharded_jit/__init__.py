@@ -18,6 +18,7 @@ import os as _os
 import lamina_interpreters_pxla as _pxla
 import lamina_linear_util as _lu
 import lamina_mlir_lowering as _ml
+from lamina_mlir_lowering.rule_table import defer_rule_module as _defer_rule_module
 from lamina_tracing_core.source_info import register_internal_directory as _register_dir
 
 from lamina_sharded_jit.__about__ import __version__
@@ -29,7 +30,8 @@ for _module in (_lu, _ml, _pxla):
 _register_dir(_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
 
 from lamina_sharded_jit import execution as _execution  # noqa: E402,F401  (impl rule)
-from lamina_sharded_jit import lowering_rules as _lowering_rules  # noqa: E402,F401
+# pjit's lowering rules load MLIR's dialects: registered at the first lowering.
+_defer_rule_module("lamina_sharded_jit.lowering_rules")
 from lamina_sharded_jit.api import (  # noqa: E402
     Jitted,
     ShapeDtypeStruct,

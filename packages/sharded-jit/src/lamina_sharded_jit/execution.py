@@ -47,8 +47,7 @@ from lamina_interpreters_pxla.sharding import (
     single_device_sharding,
 )
 from lamina_linear_util.cache import explain_cache_misses_enabled
-from lamina_mlir_lowering import LoweringResult, lower_jaxpr_to_module
-from lamina_mlir_lowering.lowering import sanitize_module_name
+from lamina_mlir_lowering.lowering_result import LoweringResult
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.dtypes import float0
@@ -293,6 +292,10 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
                                      extra=[s.sharding for s in nested] + list(in_sh),
                                      prefer=prefer)
     target = platforms if platforms is not None else (devices[0].platform,)
+    # Imported here: the lowering stack loads MLIR's dialects, which a program
+    # restored from the persistent trace cache does not need.
+    from lamina_mlir_lowering.lowering import lower_jaxpr_to_module, sanitize_module_name
+
     with lowering_sharding_context(devices, mesh):
         lowering = lower_jaxpr_to_module(
             sanitize_module_name(f"jit_{name}"),
@@ -356,16 +359,18 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
     start = time.perf_counter()
     explain_miss("compilation", program.lowering.module_name,
                  ["a new lowered module (see the lowering miss)"])
-    loaded = compile_module(program.lowering.module, devices, options,
-                            name=program.lowering.module_name,
-                            host_callbacks=program.lowering.host_callbacks)
+    lowering = program.lowering
+    # Bytecode is what compile_module hashes and compiles (a module restored
+    # from the trace cache is never parsed); callbacks need the ir.Module.
+    loaded = compile_module(lowering.module if lowering.host_callbacks else lowering.as_bytecode(),
+                            devices, options, name=lowering.module_name,
+                            host_callbacks=lowering.host_callbacks)
     elapsed = time.perf_counter() - start
     log_cost("compiling", program.lowering.module_name, elapsed)
     log_compilation(f"jit({program.fun_name})", program.arg_names, program.in_avals, elapsed)
     stats["compilations"] += 1
     in_sh = _concrete_in_shardings(program, loaded)
     out_sh = _concrete_out_shardings(program, loaded)
-    lowering = program.lowering
     out_avals = [canonical_aval(a) for a in program.out_avals]
     executable = Executable(
         loaded, name=f"jit({program.fun_name})", in_avals=program.in_avals,

@@ -102,8 +102,8 @@ from lamina_interpreters_pxla.executable import Executable
 from lamina_interpreters_pxla._jaxlib import DeviceClass
 from lamina_interpreters_pxla.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from lamina_linear_util import tree_util as tu
-from lamina_mlir_lowering.lowering import LoweringResult
-from lamina_mlir_lowering.serialization import module_to_bytecode, module_to_text, parse_module
+from lamina_mlir_lowering.lowering_result import LoweringResult
+from lamina_mlir_lowering.serialization import module_to_text
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, subjaxprs_of_params
 
@@ -510,7 +510,7 @@ def _entry(program: LoweredProgram, out_tree: Any, manifest: dict[str, Any]
     except Exception as e:
         raise NotCacheable(f"the output tree cannot be stored ({e})") from None
     return {
-        "format": _FORMAT, "manifest": manifest, "module": module_to_bytecode(lowering.module),
+        "format": _FORMAT, "manifest": manifest, "module": lowering.as_bytecode(),
         "lowering": {f.name: getattr(lowering, f.name) for f in dataclasses.fields(lowering)
                      if f.name != "module"},
         "fun_name": program.fun_name,
@@ -576,7 +576,7 @@ def _restore(entry: dict[str, Any], info: JitInfo, in_tree: Any, leaves: Sequenc
                                  in_tree.children()[1].num_leaves, desc)
     in_sh = tuple(_placed(x, s) for x, s in zip(leaves, explicit))
     out_sh = flat_out_shardings(info, out_tree, out_avals, entry["result_names"], desc)
-    lowering = LoweringResult(module=parse_module(entry["module"]), **entry["lowering"])
+    lowering = LoweringResult.from_bytecode(entry["module"], **entry["lowering"])
     program = LoweredProgram(
         lowering, entry["fun_name"], entry["arg_names"], entry["result_names"], in_avals,
         out_avals, devices, mesh, tuple(entry["platforms"]), in_sh, out_sh, entry["donated"],

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lamina_interpreters_pxla.stages import (ArgInfo, Compiled, Lowered, OutInfo, Traced,
                                              module_in_dialect, module_text)
@@ -42,9 +42,11 @@ from lamina_sharded_jit.execution import (
     lower_program,
     placed_shardings,
 )
-from lamina_sharded_jit.export import Exported, exported_from_lowered
 from lamina_sharded_jit.params import JitInfo, PjitParams
 from lamina_sharded_jit.shardings import none_if_unspecified
+
+if TYPE_CHECKING:
+    from lamina_sharded_jit.export import Exported
 
 __all__ = ["JitTraced", "JitLowered", "JitCompiled", "make_traced"]
 
@@ -178,6 +180,9 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
     def export(self) -> Exported:
         """The serializable ``Exported`` form of this lowering (see
         :mod:`lamina_sharded_jit.export`)."""
+        # Imported here: export (serialization formats) is not on the path of a call.
+        from lamina_sharded_jit.export import exported_from_lowered
+
         return exported_from_lowered(self)
 
     def __repr__(self) -> str:

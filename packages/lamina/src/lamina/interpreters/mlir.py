@@ -44,6 +44,7 @@ from lamina_mlir_lowering.rules import ModuleContext as ModuleContext
 from lamina_mlir_lowering.rules import lowering_rules as lowering_rules
 from lamina_mlir_lowering.rules import platform_lowering_rules as platform_lowering_rules
 from lamina_mlir_lowering.rules import register_lowering as _register_lowering
+from lamina_mlir_lowering.rule_table import load_deferred_rules as _load_deferred_rules
 from lamina_mlir_lowering.serialization import module_to_bytecode as module_to_bytecode
 from lamina_mlir_lowering.serialization import module_to_text
 from lamina_mlir_lowering.types import Value as Value
@@ -57,6 +58,10 @@ from lamina_tracing_core import partial_eval as _pe
 from lamina_tracing_core.effects import Effect, is_ordered
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
 from lamina_tracing_core.primitives import Primitive
+
+# The tables below are read directly by code written against JAX's module:
+# fill them with the rules registered at the first lowering (jit's, ...).
+_load_deferred_rules()
 
 __all__ = [
     "DEVICE_TO_DEVICE_TYPE", "RECV_FROM_HOST_TYPE", "SEND_TO_HOST_TYPE", "Mesh", "MeshAxisName",
