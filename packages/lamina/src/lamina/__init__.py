@@ -52,6 +52,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "live_arrays": ("lamina.runtime_api", "live_arrays"),
     "explain_cache_misses": ("lamina.runtime_api", "explain_cache_misses"),
     "log_compiles": ("lamina.runtime_api", "log_compiles"),
+    "check_tracer_leaks": ("lamina.runtime_api", "check_tracer_leaks"),
+    "checking_leaks": ("lamina.runtime_api", "checking_leaks"),
     "host_id": ("lamina.runtime_api", "host_id"),
     "host_count": ("lamina.runtime_api", "host_count"),
     "host_ids": ("lamina.runtime_api", "host_ids"),
