@@ -227,9 +227,9 @@ def default_fill_value(dtype: np.dtype[Any]) -> Any:
     if dtype in common.INEXACT:
         return np.nan
     if dtype in common.SIGNED:
-        return int(np.iinfo(dtype).min)
+        return int(dtypes.lowest(dtype))
     if dtype in common.UNSIGNED:
-        return int(np.iinfo(dtype).max)
+        return int(dtypes.highest(dtype))
     if dtype == dtypes.bool_:
         return True
     raise ValueError(f"Unsupported dtype for gather fill_value {dtype}")
