@@ -76,7 +76,7 @@ PRIVATE_SCRIPT = """
     import jax.numpy as jnp
     from jax._src import compiler
 
-    out = {"backends_before": jax._src.xla_bridge._backends}
+    out = {"backends_before": dict(jax._src.xla_bridge._backends)}
     seen = []
     inner = compiler.backend_compile_and_load
 
@@ -101,5 +101,5 @@ def test_private_modules_libraries_patch_or_read(tmp_path: Path) -> None:
     # chex wraps jax._src.compiler.backend_compile_and_load (restrict_backends)
     # and reads jax._src.xla_bridge._backends (set_n_cpu_devices)
     out = _run_script(tmp_path, "private.py", PRIVATE_SCRIPT, LAMINA_PLATFORMS="cpu")
-    assert out == {"backends_before": None, "forbidden": True, "after": [3.0, 3.0],
+    assert out == {"backends_before": {}, "forbidden": True, "after": [3.0, 3.0],
                    "seen": ["cpu"], "backends_after": ["cpu"]}
