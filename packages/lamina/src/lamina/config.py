@@ -51,7 +51,6 @@ from typing import Any
 
 from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
-from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
 from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
@@ -59,6 +58,8 @@ from lamina_sharded_jit import config as jit_config
 from lamina_sharded_jit import persistent_trace
 from lamina_tracing_core import dtypes, source_info, trace_settings
 from lamina_tracing_core.core import config as core_config
+
+from lamina.runtime_api import set_float_check
 
 
 @dataclass(frozen=True)
@@ -97,11 +98,8 @@ def _jit_flag(name: str) -> _Setting:
 
 
 def _float_check(name: str) -> _Setting:
-    def write(value: Any) -> None:
-        float_checks.set(**{name: bool(value)})
-        clear_cpp_caches()  # jaxlib's C++ dispatch cannot check results
-
-    return _Setting(lambda: getattr(float_checks, name), write)
+    return _Setting(lambda: getattr(float_checks, name),
+                    lambda value: set_float_check(name, bool(value)))
 
 
 _SETTINGS: dict[str, _Setting] = {

@@ -17,6 +17,8 @@ from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array, wrap_impl
 from lamina_interpreters_pxla.compiler import compile_log
+from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
+from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.sharding import Mesh
 from lamina_tracing_core.mesh import AxisType
 from lamina_linear_util import tree_util as tu
@@ -26,7 +28,7 @@ from lamina_tracing_core.core import config as core_config
 
 from lamina.__about__ import __version__
 
-__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "default_device", "default_matmul_precision", "enable_x64",
+__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "enable_x64",
            "explain_cache_misses", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
            "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices"]
@@ -152,6 +154,33 @@ def _leak_check_scope(enabled: bool = True) -> Iterator[None]:
 check_tracer_leaks: ContextFlag[bool] = ContextFlag(
     "jax_check_tracer_leaks", lambda: core_config.check_tracer_leaks, _leak_check_scope,
     default=True)
+
+
+def _float_check_flag(name: str) -> ContextFlag[bool]:
+    @contextmanager
+    def scope(enabled: bool = True) -> Iterator[None]:
+        previous = getattr(float_checks, name)
+        set_float_check(name, bool(enabled))
+        try:
+            yield
+        finally:
+            set_float_check(name, previous)
+
+    return ContextFlag(f"jax_debug_{name}", lambda: bool(getattr(float_checks, name)), scope,
+                       default=True)
+
+
+def set_float_check(name: str, enabled: bool) -> None:
+    """Turns the ``nans`` or ``infs`` check on or off (``config.debug_nans``)."""
+    float_checks.set(**{name: enabled})
+    clear_cpp_caches()  # jaxlib's C++ dispatch cannot check results
+
+
+#: ``with lamina.debug_nans(True):`` makes a NaN produced by a computation an
+#: error naming the operation, for a block (``config.debug_nans``).
+debug_nans = _float_check_flag("nans")
+#: ``with lamina.debug_infs(True):`` does the same for infinities.
+debug_infs = _float_check_flag("infs")
 
 
 def checking_leaks() -> Any:

@@ -30,15 +30,25 @@ Axis = int | tuple[int, ...] | None
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
-    "initializers", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "normalize", "one_hot",
+    "identity", "initializers", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax",
+    "logmeanexp", "logsumexp", "mish", "normalize", "one_hot",
     "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
-    "sparse_plus", "squareplus", "standardize", "swish", "tanh",
+    "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh",
 ]
 
 
 def _inexact(fun: str, x: Any) -> Any:
     (a,) = _util.promote_dtypes_inexact(f"lamina.nn.{fun}", x)
     return a
+
+
+def identity(x: ArrayLike) -> Array:
+    """``x`` itself, as an array; a list or tuple is refused (JAX's error), as
+    is any other non-array."""
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"identity requires ndarray or scalar arguments, got {type(x)} at "
+                        "position 0.")
+    return jnp.asarray(_util.operand("lamina.nn.identity", x))
 
 
 def _relu(x: ArrayLike) -> Array:
@@ -157,6 +167,27 @@ def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Array:
     """``(x + sqrt(x**2 + b)) / 2``, a smooth relu."""
     a = _inexact("squareplus", x)
     return jnp.divide(jnp.add(a, jnp.sqrt(jnp.add(jnp.square(a), b))), 2)
+
+
+def sparse_sigmoid(x: ArrayLike) -> Array:
+    """0 for ``x <= -1``, ``(x + 1) / 2`` in between, 1 for ``x >= 1``: the
+    derivative of :func:`sparse_plus`."""
+    a = _inexact("sparse_sigmoid", x)
+    return jnp.multiply(0.5, jnp.clip(jnp.add(a, 1.0), 0.0, 2.0))
+
+
+def _log1mexp(x: ArrayLike) -> Array:
+    a = _inexact("log1mexp", x)
+    # two forms, each accurate on its side of log(2) (Maechler's note):
+    # log(-expm1(-x)) for small x, log1p(-exp(-x)) for large x
+    return jnp.where(jnp.less(a, math.log(2.0)), jnp.log(jnp.negative(jnp.expm1(jnp.negative(a)))),
+                     jnp.log1p(jnp.negative(jnp.exp(jnp.negative(a)))))
+
+
+log1mexp = custom_jvp(_log1mexp)
+log1mexp.__doc__ = ("``log(1 - exp(-x))`` for ``x >= 0``, accurate near 0 and for large "
+                    "``x``; its derivative is ``1 / expm1(x)``.")
+log1mexp.defjvps(lambda g, ans, x: jnp.divide(g, jnp.expm1(x)))
 
 
 def sparse_plus(x: ArrayLike) -> Array:
@@ -296,6 +327,17 @@ def one_hot(x: ArrayLike, num_classes: int, *, dtype: Any = None, axis: int = -1
     classes_shape[pos] = n
     classes = lax.broadcasted_iota(get_aval(a).dtype, tuple(classes_shape), pos)
     return lax.convert_element_type(jnp.equal(lhs, classes), out_dtype)
+
+
+def logmeanexp(x: ArrayLike, axis: Axis = None, where: ArrayLike | None = None,
+               keepdims: bool = False) -> Array:
+    """``log(mean(exp(x)))`` over ``axis`` (the elements ``where`` selects):
+    ``logsumexp(x) - log(n)``, without overflow."""
+    a = _inexact("logmeanexp", x)
+    total = logsumexp(a, axis=axis, keepdims=keepdims, where=where)
+    included = jnp.ones_like(a) if where is None else jnp.broadcast_to(where, jnp.shape(a))
+    count = jnp.sum(included, axis=axis, keepdims=keepdims, dtype=total.dtype)
+    return jnp.subtract(total, jnp.log(count))
 
 
 def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
