@@ -436,9 +436,9 @@ def _extreme(dtype: np.dtype[Any], sign: int) -> np.ndarray[Any, Any]:
         inf = np.array(sign * np.inf, dtype)
         if np.isinf(inf.astype(np.float64)):
             return inf
-        info = ml_dtypes.finfo(dtype)
+        info = finfo(dtype)
         return np.array(info.max if sign > 0 else info.min, dtype)
-    ints = ml_dtypes.iinfo(dtype)  # also knows int2/int4/uint2/uint4
+    ints = iinfo(dtype)  # ml_dtypes: also knows int2/int4/uint2/uint4
     return np.array(ints.max if sign > 0 else ints.min, dtype)
 
 
