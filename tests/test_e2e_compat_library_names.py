@@ -38,6 +38,23 @@ SCRIPT = """
         raise jax.errors.JaxRuntimeError("raised by the test")
     except jax.errors.JaxRuntimeError as e:
         out["runtime_error"] = isinstance(e, RuntimeError)
+    # names of JAX 0.10.2's surface added for real code (chex, flax, GNN libraries)
+    import jax.ops
+    out["added"] = sorted(
+        f"{m.__name__.replace('lamina', 'jax')}.{n}" for m, names in [
+            (jax, ["checking_leaks", "check_tracer_leaks", "debug_nans", "debug_infs", "Shard",
+                   "core", "interpreters", "custom_batching", "lib", "ops"]),
+            (jax.nn, ["dot_product_attention", "identity", "log1mexp", "logmeanexp",
+                      "sparse_sigmoid"]),
+            (jax.lax, ["approx_max_k", "approx_min_k"]),
+            (jax.ops, ["segment_sum", "segment_prod", "segment_max", "segment_min"]),
+            (jax.experimental, ["io_callback", "compilation_cache"]),
+            (jax.numpy, ["float8_e4m3fn", "float4_e2m1fn", "int4", "uint2"]),
+        ] for n in names if not hasattr(m, n) or n not in dir(m))
+    try:
+        jax.transfer_guard  # not provided: the alias says so, naming it
+    except AttributeError as e:
+        out["missing"] = str(e)
     jax.config.update("jax_numpy_rank_promotion", "raise")
     try:
         jnp.ones(3) + jnp.ones((2, 3))
@@ -64,7 +81,10 @@ def _run_script(tmp_path: Path, name: str, source: str, **env_vars: str) -> Any:
 def test_library_names_through_the_alias(tmp_path: Path) -> None:
     out = _run_script(tmp_path, "names.py", SCRIPT)
     assert out == {"version": "0.10.2", "version_info": [0, 10, 2], "in_dir": True,
-                   "layout": "FormatLayout", "sync": True, "runtime_error": True, "rank": True}
+                   "layout": "FormatLayout", "sync": True, "runtime_error": True, "rank": True,
+                   "added": [],
+                   "missing": "module 'jax' has no attribute 'transfer_guard': lamina does not "
+                              "implement jax.transfer_guard"}
 
 
 PRIVATE_SCRIPT = """
