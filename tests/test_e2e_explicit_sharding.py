@@ -5,6 +5,7 @@ auto_axes / explicit_axes, and the lamina.sharding names. Expected strings
 are JAX 0.10.2's (typeof forms and error wording recorded from it)."""
 
 import lamina as lx
+import lamina.core
 import lamina.lax as lax
 import lamina.numpy as jnp
 import lamina.sharding as shd
@@ -69,6 +70,47 @@ def test_typeof_and_propagation(mesh):
         assert str(lx.typeof(out)) == "float32[8@X,6@Y]"
         assert out.sharding == NamedSharding(mesh, P("X", "Y"))
         np.testing.assert_allclose(out, np.asarray(x) @ np.ones((4, 6)))
+
+
+def test_typeof_of_unsharded_values_is_replicated_over_the_mesh(devices8):
+    # JAX 0.10.2 types every value over a mesh: replicated over the current
+    # abstract mesh (empty outside set_mesh) unless its type is split; an
+    # array laid out over an Auto mesh shows that mesh's abstract form
+    empty = "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))"
+    committed = lx.device_put(jnp.ones(3), devices8[0])
+    seen = []
+
+    @lx.jit
+    def f(a):
+        seen.append(repr(lx.typeof(a).sharding))
+        return a
+
+    f(jnp.ones(3))
+    lx.vmap(lambda a: seen.append(repr(lx.typeof(a).sharding)))(jnp.ones((2, 3)))
+    assert [repr(lx.typeof(v).sharding) for v in (jnp.ones(3), committed, np.ones(3))] \
+        == [empty] * 3
+    assert seen == [empty, empty]
+    assert repr(lx.typeof(1.0).sharding) == \
+        "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P())"
+    assert repr(lx.typeof(jnp.ones((2, 3))).sharding) == \
+        "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None, None))"
+    s = lx.typeof(committed).sharding
+    assert s.is_fully_replicated and s.memory_kind is None and s.mesh.empty
+    # the replicated sharding shown is no part of the type's identity
+    assert lx.typeof(committed) == lamina.core.ShapedArray((3,), np.float32)
+    assert str(lx.typeof(committed)) == "float32[3]"
+
+    auto = lx.make_mesh((2,), ("x",), axis_types=(AxisType.Auto,))
+    split = lx.device_put(jnp.ones(4), NamedSharding(auto, P("x")))
+    on_auto = "NamedSharding(mesh=AbstractMesh('x': 2, axis_types=(Auto,)), spec=P(None,))"
+    assert repr(lx.typeof(split).sharding) == on_auto
+    with lx.set_mesh(auto):
+        assert repr(lx.typeof(jnp.ones(3)).sharding) == on_auto
+    explicit = lx.make_mesh((2,), ("x",))
+    typed = lx.typeof(lx.device_put(jnp.ones(4), NamedSharding(explicit, P("x")))).sharding
+    assert repr(typed) == ("NamedSharding(mesh=AbstractMesh('x': 2, axis_types=(Explicit,)), "
+                           "spec=P('x',))")
+    assert not typed.is_fully_replicated
 
 
 def test_reshard_and_constraint_inside_jit(mesh):

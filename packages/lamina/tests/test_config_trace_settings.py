@@ -103,7 +103,8 @@ def test_narrow_dtypes_in_the_lattice() -> None:
     assert jnp.result_type(ml_dtypes.int4, True) == ml_dtypes.int4
     with pytest.raises(TypePromotionError, match="8-bit floats do not support implicit"):
         jnp.promote_types(ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
-    with pytest.raises(TypePromotionError, match=r"Try explicitly casting"):
+    with pytest.raises(TypePromotionError, match=r"1-bit, 2-bit and 4-bit integers do not "
+                                                 r"support implicit promotion"):
         jnp.promote_types(ml_dtypes.int4, np.int8)
 
 

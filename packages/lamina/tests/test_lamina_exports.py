@@ -22,10 +22,14 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_typeof_is_the_one_value_to_aval_function() -> None:
+    from lamina_sharded_jit.explicit_sharding import typeof
     from lamina_tracing_core.avals import get_aval
 
-    assert lamina.typeof is get_aval
-    aval = lamina.typeof(np.ones((2, 3), np.float32))
+    # sharded-jit's typeof: get_aval's type, shown with its sharding over a mesh
+    assert lamina.typeof is typeof
+    value = np.ones((2, 3), np.float32)
+    assert lamina.typeof(value) == get_aval(value)
+    aval = lamina.typeof(value)
     assert (aval.shape, aval.dtype) == ((2, 3), np.float32)
     assert lamina.typeof(1.0).weak_type
 

@@ -291,10 +291,33 @@ def test_process_and_host_helpers() -> None:
 def test_public_modules_are_reachable() -> None:
     import lamina.experimental
     for name in ("typing", "custom_derivatives", "flatten_util", "test_util", "experimental",
-                 "dtypes"):
+                 "dtypes", "core", "interpreters", "custom_batching", "lib"):
         assert name in dir(lamina), name
         assert getattr(lamina, name).__name__ == f"lamina.{name}"
     assert lamina.experimental.__name__ == "lamina.experimental"
+    # JAX lists these in dir(jax.experimental); the submodules load on first use
+    assert {"io_callback", "compilation_cache", "checkify"} <= set(dir(lamina.experimental))
+    assert lamina.experimental.compilation_cache.__name__ == \
+        "lamina.experimental.compilation_cache"
+
+
+def test_shard_is_exported() -> None:
+    x = lamina.device_put(np.arange(3.0, dtype=np.float32))
+    (shard,) = x.addressable_shards
+    assert isinstance(shard, lamina.Shard) and "Shard" in dir(lamina)
+
+
+@pytest.mark.parametrize("flag, bad", [("debug_nans", lambda: jnp.log(-jnp.ones(2))),
+                                       ("debug_infs", lambda: jnp.ones(2) / 0.0)])
+def test_debug_nans_and_infs_context_managers(flag: str, bad: typing.Any) -> None:
+    setting = getattr(lamina, flag)
+    assert setting.value is False
+    with setting():
+        assert setting.value is True and lamina.config.read(flag) is True
+        with pytest.raises(FloatingPointError):
+            bad()
+    assert setting.value is False
+    assert np.isnan(bad()).any() or np.isinf(bad()).any()  # unchecked again
 
 
 def test_sharding_base_class_and_aval_sharding() -> None:
@@ -304,4 +327,5 @@ def test_sharding_base_class_and_aval_sharding() -> None:
     mesh = shardings.Mesh(np.array(lamina.devices()[:1]), ("a",))
     assert isinstance(shardings.NamedSharding(mesh, shardings.PartitionSpec()), shardings.Sharding)
     assert not isinstance("replicated", shardings.Sharding)
-    assert lamina.typeof(x).sharding is None
+    # JAX 0.10.2: replicated over the (empty) abstract mesh, never None
+    assert lamina.typeof(x).sharding.is_fully_replicated

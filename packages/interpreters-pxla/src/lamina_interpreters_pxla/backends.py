@@ -145,21 +145,24 @@ def register_backend_factory(platform: str, make: Callable[[DistributedSettings 
                              *, priority: int = 100) -> None:
     """Adds a platform (before the first backend is created)."""
     with _lock:
-        if _backends is not None:
+        if _backends:
             raise BackendError("register_backend_factory must run before backends are created")
         _factories[platform] = BackendFactory(platform, make, priority)
 
 
 # --- state ------------------------------------------------------------------
 _lock = threading.RLock()
-_backends: dict[str, Client] | None = None
+#: The clients made, by platform, default first; empty until the first one is
+#: (JAX's ``xla_bridge._backends``, which libraries read to learn whether it is
+#: still early enough to change the CPU device count). Filled in place, once.
+_backends: dict[str, Client] = {}
 _backend_errors: dict[str, str] = {}
 _default_platform: str | None = None
 _distributed: DistributedSettings | None = None
 
 
 def backends_are_initialized() -> bool:
-    return _backends is not None
+    return bool(_backends)
 
 
 config._set_frozen_check(backends_are_initialized)
@@ -172,7 +175,7 @@ def set_distributed_settings(settings: DistributedSettings | None) -> None:
     """
     global _distributed
     with _lock:
-        if _backends is not None:
+        if _backends:
             raise BackendError(
                 "set_distributed_settings must run before the first backend is created")
         _distributed = settings
@@ -202,9 +205,9 @@ def _requested_platforms() -> list[str] | None:
 
 
 def _initialize() -> dict[str, Client]:
-    global _backends, _default_platform
+    global _default_platform
     with _lock:
-        if _backends is not None:
+        if _backends:
             return _backends
         # The env var only counts if set before jaxlib's native module loaded
         # (a lower layer may have loaded it); this call works at any time.
@@ -218,7 +221,7 @@ def _initialize() -> dict[str, Client]:
             _create_available(made)
             order = sorted(made, key=lambda p: -_factories[p].priority)
         _default_platform = order[0]
-        _backends = {p: made[p] for p in order}
+        _backends.update((p, made[p]) for p in order)
         return _backends
 
 
@@ -253,7 +256,7 @@ def _create_available(made: dict[str, Client]) -> None:
 
 def backends() -> dict[str, Client]:
     """All initialized clients by platform name, default platform first."""
-    return _backends if _backends is not None else _initialize()
+    return _backends if _backends else _initialize()
 
 
 def default_backend() -> str:

@@ -14,6 +14,7 @@ num_cpu_devices           LAMINA_NUM_CPU_DEVICES            runtime backends
 explain_cache_misses      LAMINA_EXPLAIN_CACHE_MISSES       linear-util cache
 pmap_chunked_shards       LAMINA_PMAP_CHUNKED_SHARDS        runtime pmap
 validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
+check_tracer_leaks        (none; off)                       tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 use_shardy_partitioner    LAMINA_USE_SHARDY_PARTITIONER     sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
@@ -50,7 +51,6 @@ from typing import Any
 
 from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
-from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
 from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
@@ -58,6 +58,8 @@ from lamina_sharded_jit import config as jit_config
 from lamina_sharded_jit import persistent_trace
 from lamina_tracing_core import dtypes, source_info, trace_settings
 from lamina_tracing_core.core import config as core_config
+
+from lamina.runtime_api import set_float_check
 
 
 @dataclass(frozen=True)
@@ -96,11 +98,8 @@ def _jit_flag(name: str) -> _Setting:
 
 
 def _float_check(name: str) -> _Setting:
-    def write(value: Any) -> None:
-        float_checks.set(**{name: bool(value)})
-        clear_cpp_caches()  # jaxlib's C++ dispatch cannot check results
-
-    return _Setting(lambda: getattr(float_checks, name), write)
+    return _Setting(lambda: getattr(float_checks, name),
+                    lambda value: set_float_check(name, bool(value)))
 
 
 _SETTINGS: dict[str, _Setting] = {
@@ -110,6 +109,7 @@ _SETTINGS: dict[str, _Setting] = {
     "explain_cache_misses": _explain(),
     "pmap_chunked_shards": _runtime("pmap_chunked_shards"),
     "validate_debug_info": _core_flag("validate_debug_info"),
+    "check_tracer_leaks": _core_flag("check_tracer_leaks"),
     "disable_jit": _jit_flag("disable_jit"),
     "use_shardy_partitioner": _jit_flag("use_shardy_partitioner"),
     "persistent_trace_cache": _jit_flag("persistent_trace_cache"),
@@ -138,6 +138,7 @@ _ALIASES = {
     **{f"jax_{name}": name for name in cache_config.names()},
     "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
     "jax_log_compiles": "log_compiles",
+    "jax_check_tracer_leaks": "check_tracer_leaks",
     "jax_numpy_rank_promotion": "numpy_rank_promotion",
     "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
     "jax_default_matmul_precision": "default_matmul_precision",
@@ -148,6 +149,7 @@ _ALIASES = {
 #: settings that do not change what tracing produces (the persistent trace
 #: cache's key leaves them out)
 _NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disable_jit",
+                          "check_tracer_leaks",
                           "log_compiles",
                           "persistent_trace_cache", "persistent_trace_cache_verify",
                           *cache_config.names()})

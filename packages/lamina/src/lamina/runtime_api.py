@@ -17,15 +17,18 @@ from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array, wrap_impl
 from lamina_interpreters_pxla.compiler import compile_log
+from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
+from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.sharding import Mesh
 from lamina_tracing_core.mesh import AxisType
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_tracing_core import dtypes, trace_settings
+from lamina_tracing_core.core import config as core_config
 
 from lamina.__about__ import __version__
 
-__all__ = ["copy_to_host_async", "default_device", "default_matmul_precision", "enable_x64",
+__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "enable_x64",
            "explain_cache_misses", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
            "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices"]
@@ -133,6 +136,56 @@ def _log_compiles_scope(enabled: bool = True) -> Iterator[None]:
 #: argument signature by path, compile time) on the ``lamina.compiles`` logger.
 log_compiles: ContextFlag[bool] = ContextFlag(
     "jax_log_compiles", lambda: compile_log.enabled, _log_compiles_scope, default=True)
+
+
+@contextmanager
+def _leak_check_scope(enabled: bool = True) -> Iterator[None]:
+    previous = core_config.check_tracer_leaks
+    core_config.check_tracer_leaks = bool(enabled)
+    try:
+        yield
+    finally:
+        core_config.check_tracer_leaks = previous
+
+
+#: ``with lamina.check_tracer_leaks(True):`` makes a tracer of a jit,
+#: make_jaxpr or vmap trace still reachable once that trace ends an error
+#: (``Exception('Leaked trace ...')`` naming what holds it), for a block.
+check_tracer_leaks: ContextFlag[bool] = ContextFlag(
+    "jax_check_tracer_leaks", lambda: core_config.check_tracer_leaks, _leak_check_scope,
+    default=True)
+
+
+def _float_check_flag(name: str) -> ContextFlag[bool]:
+    @contextmanager
+    def scope(enabled: bool = True) -> Iterator[None]:
+        previous = getattr(float_checks, name)
+        set_float_check(name, bool(enabled))
+        try:
+            yield
+        finally:
+            set_float_check(name, previous)
+
+    return ContextFlag(f"jax_debug_{name}", lambda: bool(getattr(float_checks, name)), scope,
+                       default=True)
+
+
+def set_float_check(name: str, enabled: bool) -> None:
+    """Turns the ``nans`` or ``infs`` check on or off (``config.debug_nans``)."""
+    float_checks.set(**{name: enabled})
+    clear_cpp_caches()  # jaxlib's C++ dispatch cannot check results
+
+
+#: ``with lamina.debug_nans(True):`` makes a NaN produced by a computation an
+#: error naming the operation, for a block (``config.debug_nans``).
+debug_nans = _float_check_flag("nans")
+#: ``with lamina.debug_infs(True):`` does the same for infinities.
+debug_infs = _float_check_flag("infs")
+
+
+def checking_leaks() -> Any:
+    """``with lamina.checking_leaks():``: ``check_tracer_leaks(True)`` for a block."""
+    return _leak_check_scope(True)
 
 
 def _renamed(old: str, new: str) -> None:

@@ -51,18 +51,20 @@ _SIGNED = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64)
 
 
 def is_unsigned(dtype: np.dtype[Any]) -> bool:
-    return dtype in _UNSIGNED or dtype == dtypes.bool_ or dtype.name == "uint4"
+    return dtype in _UNSIGNED or dtype == dtypes.bool_ or dtype.name in ("uint2", "uint4")
 
 
 def is_signed(dtype: np.dtype[Any]) -> bool:
-    return dtype in _SIGNED or dtype.name == "int4"
+    return dtype in _SIGNED or dtype.name in ("int2", "int4")
 
 
 # ml_dtypes' floats report numpy kind 'V'; classify dtypes by set membership
 # and kind (cheap, and total over every dtype lamina lowers).
 _ML_FLOATS = frozenset(np.dtype(t) for t in (
     ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
-    ml_dtypes.float8_e4m3b11fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz))
+    ml_dtypes.float8_e4m3b11fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz,
+    ml_dtypes.float8_e3m4, ml_dtypes.float8_e4m3, ml_dtypes.float8_e8m0fnu,
+    ml_dtypes.float4_e2m1fn))
 
 
 def is_complex(dtype: np.dtype[Any]) -> bool:

@@ -60,6 +60,8 @@ _DTYPE_TO_IR: dict[np.dtype[Any], Callable[[], ir.Type]] = {
     np.dtype(np.uint16): _unsigned(16),
     np.dtype(np.uint32): _unsigned(32),
     np.dtype(np.uint64): _unsigned(64),
+    np.dtype(ml_dtypes.int2): _signless(2),
+    np.dtype(ml_dtypes.uint2): _unsigned(2),
     np.dtype(ml_dtypes.int4): _signless(4),
     np.dtype(ml_dtypes.uint4): _unsigned(4),
     np.dtype(ml_dtypes.bfloat16): ir.BF16Type.get,
@@ -73,6 +75,10 @@ _DTYPE_TO_IR: dict[np.dtype[Any], Callable[[], ir.Type]] = {
     np.dtype(ml_dtypes.float8_e4m3b11fnuz): ir.Float8E4M3B11FNUZType.get,
     np.dtype(ml_dtypes.float8_e5m2): ir.Float8E5M2Type.get,
     np.dtype(ml_dtypes.float8_e5m2fnuz): ir.Float8E5M2FNUZType.get,
+    np.dtype(ml_dtypes.float8_e3m4): ir.Float8E3M4Type.get,
+    np.dtype(ml_dtypes.float8_e4m3): ir.Float8E4M3Type.get,
+    np.dtype(ml_dtypes.float8_e8m0fnu): ir.Float8E8M0FNUType.get,
+    np.dtype(ml_dtypes.float4_e2m1fn): ir.Float4E2M1FNType.get,
 }
 
 

@@ -21,6 +21,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lamina_interpreters_pxla.array import Array
 from lamina_interpreters_pxla.sharding import (
     Mesh,
     NamedSharding,
@@ -31,7 +32,7 @@ from lamina_interpreters_pxla.sharding import (
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.mesh import AxisType
+from lamina_tracing_core.mesh import AxisType, get_abstract_mesh, replicated
 
 from lamina_sharded_jit.sharding_constraint import with_sharding_constraint
 
@@ -40,8 +41,17 @@ __all__ = ["reshard", "auto_axes", "explicit_axes", "typeof"]
 
 def typeof(x: Any) -> ShapedArray:
     """The type of ``x`` (an array, a tracer or a Python/NumPy value): shape,
-    dtype, weak type, and the sharding over Explicit mesh axes."""
-    return get_aval(x)
+    dtype, weak type, and its sharding over a mesh, as JAX shows it: split
+    over the Explicit axes its type names, else replicated over the mesh of
+    its own ``NamedSharding`` (an array) or the current abstract mesh (empty
+    outside ``set_mesh``)."""
+    aval = get_aval(x)
+    if aval.sharding is not None:
+        return aval
+    laid_out = x.sharding if type(x) is Array else None
+    mesh = (laid_out.mesh.abstract_mesh if isinstance(laid_out, NamedSharding)
+            else get_abstract_mesh())
+    return aval.update(sharding=replicated(mesh, len(aval.shape)))
 
 
 def _current_mesh(what: str) -> Mesh:

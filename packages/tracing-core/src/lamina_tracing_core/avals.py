@@ -72,6 +72,12 @@ def order_axes(axes: frozenset[Any] | tuple[Any, ...], hint: tuple[Any, ...] = (
     return tuple(sorted(axes, key=rank))
 
 
+def _split_by(sharding: TypeSharding | None) -> TypeSharding | None:
+    """``sharding`` where it splits the value, else None: a type shown with a
+    replicated sharding (``typeof``'s) is the same type as one without."""
+    return None if sharding is None or sharding.is_replicated else sharding
+
+
 class ShapedArray:
     """An array's shape, dtype and weak-typedness: the only aval lamina uses.
 
@@ -149,15 +155,17 @@ class ShapedArray:
             return True
         return (isinstance(other, ShapedArray) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.sharding == other.sharding and self.vma_order == other.vma_order
+                and _split_by(self.sharding) == _split_by(other.sharding)
+                and self.vma_order == other.vma_order
                 and self.unreduced_order == other.unreduced_order
                 and self.reduced_order == other.reduced_order)
 
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = self._hash = hash((self.shape, self.dtype, self.weak_type, self.sharding,
-                                   self.vma_order, self.unreduced_order, self.reduced_order))
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type,
+                                   _split_by(self.sharding), self.vma_order,
+                                   self.unreduced_order, self.reduced_order))
         return h
 
     def update(self, shape: tuple[int, ...] | None = None, dtype: Any = None,

@@ -443,9 +443,21 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
                 in_dims: tuple[int | None, ...],
                 out_dim_dests: Callable[[], Sequence[int | None]], sum_unbatched: bool,
                 debug_info: Any, *args: Any) -> list[Any]:
+    results, trace = _vmap_in_main(inner, axis_data, in_dims, out_dim_dests, sum_unbatched,
+                                   debug_info, *args)
+    if core.config.check_tracer_leaks:  # the vmapped call is over: what is left leaked
+        core.raise_if_leaked(trace)
+    return results
+
+
+def _vmap_in_main(inner: Callable[..., Any], axis_data: AxisData,
+                  in_dims: tuple[int | None, ...],
+                  out_dim_dests: Callable[[], Sequence[int | None]], sum_unbatched: bool,
+                  debug_info: Any, *args: Any) -> tuple[list[Any], BatchTrace]:
     with core.new_main(BatchTrace, transform="vmap", debug_info=debug_info,
                        axis_data=axis_data) as main:
         trace = main.trace
+        assert isinstance(trace, BatchTrace)
         if axis_data.name is not None:
             ctx: Any = core.extend_axis_env(axis_data.name, axis_data.size, main)
         else:
@@ -480,7 +492,7 @@ def _vmap_outer(inner: Callable[..., Any], axis_data: AxisData,
                     owner = core.describe_output(debug_info, i, len(outs))
                     raise ValueError(f"{e} (out_axes of {owner})") from None
             results.append(matchaxis(d, dest, val, axis_data.size))
-    return results
+    return results, trace
 
 
 

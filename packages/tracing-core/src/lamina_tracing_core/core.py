@@ -32,7 +32,9 @@ even of an unbatched value.
 
 from __future__ import annotations
 
+import gc
 import threading
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -94,14 +96,21 @@ __all__ = [
     "eval_context",
     "eval_jaxpr", "extend_axis_env", "find_top_trace", "full_lower", "get_aval",
     "impls_checking_inputs", "invalid_output_error", "jaxpr_as_fun", "literal_value", "mapped_aval", "new_dynamic",
-    "new_main", "staging", "staging_hooks", "tracing_debug_info_of", "unmapped_aval",
+    "new_main", "raise_if_leaked", "staging", "staging_hooks", "tracing_debug_info_of", "unmapped_aval",
     "wrapped_fun_of_jaxpr",
 ]
 
 
 # --- configuration -------------------------------------------------------------------
 class _Config:
-    """Process-wide switches of this layer (env vars give the defaults)."""
+    """Process-wide switches of this layer (env vars give the defaults).
+
+    ``check_tracer_leaks`` (JAX's ``jax_check_tracer_leaks``, off by default):
+    when a staging (jit, make_jaxpr) or vmap trace ends, any of its tracers
+    still reachable is an error (see :func:`raise_if_leaked`); it costs a
+    garbage collection per trace, so it is for debugging."""
+
+    check_tracer_leaks: bool = False
 
     @property
     def validate_debug_info(self) -> bool:
@@ -568,6 +577,71 @@ def escaped_tracer_error(tracer: Tracer, detail: str | None = None) -> Unexpecte
 def _leak_check(tracer: Tracer) -> None:
     if not tracer._trace.main.alive:
         raise escaped_tracer_error(tracer)
+
+
+def raise_if_leaked(trace: Trace) -> None:
+    """After ``trace`` has ended and its caller dropped its own references:
+    raises JAX's ``Exception('Leaked trace ...')`` listing each tracer of
+    ``trace`` that is still reachable (stored in a global, a closure, an
+    object) and what holds it. Unreachable cycles are collected first, so
+    only tracers user code can still touch count."""
+    gc.collect()
+    leaked = [r for r in gc.get_referrers(trace) if isinstance(r, Tracer)]
+    if not leaked:
+        return
+    ignore = {id(leaked)}
+    parts = [f"{t!r}\n{trace_origin_message(t)}\n{_why_alive(t, ignore)}" for t in leaked]
+    body = "\n\n".join(parts)
+    raise Exception(f"Leaked trace {type(trace).__name__}. Leaked tracer(s):\n\n{body}\n")
+
+
+#: How many holders :func:`_why_alive` follows (each costs a heap walk).
+_MAX_LINKS = 8
+
+
+def _holders(x: Any, ignore: set[int]) -> list[Any]:
+    return [r for r in gc.get_referrers(x)
+            if id(r) not in ignore and not isinstance(r, types.FrameType)]
+
+
+def _why_alive(tracer: Tracer, ignore: set[int]) -> str:
+    """One line per link of a chain of holders of ``tracer``, up to a module
+    global or an object nothing else holds (``<list 1234>[0]``, ``__main__.leaked``)."""
+    lines: list[str] = []
+    child: Any = tracer
+    seen: set[int] = set()
+    while (id(child) not in seen and not isinstance(child, types.ModuleType)
+           and len(lines) < _MAX_LINKS):
+        seen.add(id(child))
+        holders = _holders(child, ignore | {id(lines), id(seen)})
+        if not holders:
+            break
+        parent = holders[0]
+        del holders  # the list itself holds `parent`: it must not show in the next step
+        lines.append(f"<{type(child).__name__} {id(child)}> is referred to by "
+                     f"{_place_in(parent, child)}")
+        if isinstance(parent, dict):
+            module = next((m for m in _holders(parent, ignore)
+                           if isinstance(m, types.ModuleType)), None)
+            if module is not None:
+                break
+        child = parent
+    return "\n".join(lines)
+
+
+def _place_in(parent: Any, child: Any) -> str:
+    """Where ``child`` sits in ``parent``: an index, a key, a module global."""
+    if isinstance(parent, (list, tuple)):
+        index = next((i for i, v in enumerate(parent) if v is child), None)
+        return f"<{type(parent).__name__} {id(parent)}>[{index}]"
+    if isinstance(parent, dict):
+        key = next((k for k, v in parent.items() if v is child), None)
+        module = next((m for m in gc.get_referrers(parent)
+                       if isinstance(m, types.ModuleType) and m.__dict__ is parent), None)
+        if module is not None:
+            return f"{module.__name__}.{key}"
+        return f"<dict {id(parent)}>[{key!r}]"
+    return f"<{type(parent).__name__} {id(parent)}>"
 
 
 def find_top_trace(args: Sequence[Any]) -> Trace:

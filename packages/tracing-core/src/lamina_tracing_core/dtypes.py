@@ -119,16 +119,31 @@ def is_float0(dtype: Any) -> bool:
 
 
 def issubdtype(a: Any, b: Any) -> bool:
-    """``np.issubdtype`` that also knows ml_dtypes' bfloat16 is a float."""
-    if np.dtype(a) == bfloat16:
-        # numpy's abstract classes don't know ml_dtypes' bfloat16 is a float.
-        if b in (np.floating, np.inexact, np.number, np.generic):
-            return True
-        try:
-            return bool(np.dtype(b) == bfloat16)
-        except TypeError:  # another abstract class (np.integer, np.complexfloating...)
-            return False
-    return bool(np.issubdtype(a, b))
+    """``np.issubdtype`` that also knows ml_dtypes' types: bfloat16 and the
+    8- and 4-bit floats are ``np.floating``, int2/int4 ``np.signedinteger``
+    and uint2/uint4 ``np.unsignedinteger`` (numpy's abstract classes do not
+    know them: their kind is 'V')."""
+    dt = np.dtype(a)
+    classes = _ML_CLASSES.get(dt)
+    if classes is None:
+        return bool(np.issubdtype(dt, b))
+    if isinstance(b, type) and issubclass(b, np.generic) and b in _ABSTRACT:
+        return b in classes
+    try:
+        return bool(np.dtype(b) == dt)
+    except TypeError:  # another abstract class
+        return False
+
+
+_ABSTRACT = frozenset({np.generic, np.number, np.inexact, np.floating, np.complexfloating,
+                       np.integer, np.signedinteger, np.unsignedinteger, np.flexible,
+                       np.character, np.bool_})
+_FLOAT_CLASSES = frozenset({np.floating, np.inexact, np.number, np.generic})
+_ML_CLASSES: dict[np.dtype[Any], frozenset[type]] = {
+    **{d: _FLOAT_CLASSES for d in (bfloat16, *NARROW_FLOATS)},
+    **{d: frozenset({np.signedinteger if d.name.startswith("int") else np.unsignedinteger,
+                     np.integer, np.number, np.generic}) for d in NARROW_INTS},
+}
 
 
 # The category questions are asked of a handful of dtypes over and over: the
@@ -245,11 +260,25 @@ def _no_promotion_message(nodes: Sequence[_Node], mode: str) -> str:
     if mode == "strict":
         return (f"{start} when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs "
                 f"to the desired output type, or set jax_numpy_dtype_promotion=standard.")
-    if any(n in NARROW_FLOATS for n in nodes):
-        return (f"{start}. To avoid unintended promotion, 8-bit floats do not support implicit "
+    narrow = next((kind for kind, members, _ in _NARROW_KINDS
+                   if any(n in members for n in nodes)), None)
+    if narrow is not None:
+        target = next(t for kind, _, t in _NARROW_KINDS if kind == narrow)
+        return (f"{start}. To avoid unintended promotion, {narrow} do not support implicit "
                 f"promotion. If you'd like your inputs to be promoted to another type, you can "
-                f"do so explicitly using e.g. x.astype('float32')")
+                f"do so explicitly using e.g. x.astype('{target}')")
     return f"{start}. Try explicitly casting inputs to the desired output type."
+
+
+#: How JAX's promotion error names each family of narrow types (the first
+#: family among the inputs is named), and the cast it suggests.
+_NARROW_KINDS: tuple[tuple[str, frozenset[Any], str], ...] = (
+    ("8-bit floats", frozenset(d for d in NARROW_FLOATS if d.itemsize == 1
+                               and not d.name.startswith("float4")), "float32"),
+    ("4-bit floats", frozenset(d for d in NARROW_FLOATS if d.name.startswith("float4")),
+     "float32"),
+    ("1-bit, 2-bit and 4-bit integers", frozenset(NARROW_INTS), "int32"),
+)
 
 
 _WEAK_DEFAULT = {WEAK_INT: default_int_dtype, WEAK_FLOAT: default_float_dtype,
@@ -348,10 +377,15 @@ def check_user_dtype(dtype: Any, *, fun_name: str = "lamina") -> np.dtype[Any]:
 
 # --- dtype categories ----------------------------------------------------------
 BOOL: frozenset[np.dtype[Any]] = frozenset({bool_})
-SIGNED: frozenset[np.dtype[Any]] = frozenset({int8, int16, int32, int64})
-UNSIGNED: frozenset[np.dtype[Any]] = frozenset({uint8, uint16, uint32, uint64})
+# ml_dtypes' narrow types belong to their categories (as in JAX: lax accepts
+# them wherever it accepts an integer or a float)
+SIGNED: frozenset[np.dtype[Any]] = frozenset(
+    {int8, int16, int32, int64, *(d for d in NARROW_INTS if d.name.startswith("int"))})
+UNSIGNED: frozenset[np.dtype[Any]] = frozenset(
+    {uint8, uint16, uint32, uint64, *(d for d in NARROW_INTS if d.name.startswith("uint"))})
 INT: frozenset[np.dtype[Any]] = SIGNED | UNSIGNED
-FLOAT: frozenset[np.dtype[Any]] = frozenset({bfloat16, float16, float32, float64})
+FLOAT: frozenset[np.dtype[Any]] = frozenset({bfloat16, float16, float32, float64,
+                                             *NARROW_FLOATS})
 COMPLEX: frozenset[np.dtype[Any]] = frozenset({complex64, complex128})
 INEXACT: frozenset[np.dtype[Any]] = FLOAT | COMPLEX
 NUM: frozenset[np.dtype[Any]] = INT | INEXACT
@@ -379,6 +413,33 @@ def category_names(accepted: frozenset[np.dtype[Any]]) -> str:
             rest -= cat
     names.extend(sorted(str(d) for d in rest))
     return ", ".join(names)
+
+
+# --- extreme values --------------------------------------------------------------
+def lowest(dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """The smallest value of ``dtype`` (the identity of ``max``): -inf for
+    floats that have it, else their most negative finite value (the 8- and
+    4-bit floats without infinities), the minimum integer, False."""
+    return _extreme(dtype, -1)
+
+
+def highest(dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """The largest value of ``dtype`` (the identity of ``min``), as :func:`lowest`."""
+    return _extreme(dtype, 1)
+
+
+def _extreme(dtype: np.dtype[Any], sign: int) -> np.ndarray[Any, Any]:
+    dtype = np.dtype(dtype)
+    if dtype == bool_:
+        return np.array(sign > 0)
+    if dtype in INEXACT:
+        inf = np.array(sign * np.inf, dtype)
+        if np.isinf(inf.astype(np.float64)):
+            return inf
+        info = finfo(dtype)
+        return np.array(info.max if sign > 0 else info.min, dtype)
+    ints = iinfo(dtype)  # ml_dtypes: also knows int2/int4/uint2/uint4
+    return np.array(ints.max if sign > 0 else ints.min, dtype)
 
 
 # --- checks --------------------------------------------------------------------

@@ -201,7 +201,8 @@ class TypeSharding:
     spec: Spec
 
     def __post_init__(self) -> None:
-        types_sharded[0] = True
+        if any(self.spec):
+            types_sharded[0] = True
 
     def dim_str(self, d: int, size: int) -> str:
         axes = self.spec[d] if d < len(self.spec) else ()
@@ -216,7 +217,7 @@ class TypeSharding:
         for axes in self.spec:
             parts.append("None" if not axes else repr(axes[0]) if len(axes) == 1
                          else repr(tuple(axes)))
-        return f"P({', '.join(parts)})"
+        return f"P({parts[0]},)" if len(parts) == 1 else f"P({', '.join(parts)})"
 
     def __repr__(self) -> str:
         return f"NamedSharding(mesh={self.mesh!r}, spec={self.partition_spec_str()})"
@@ -224,6 +225,23 @@ class TypeSharding:
     @property
     def is_replicated(self) -> bool:
         return not any(self.spec)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """JAX's name (``NamedSharding.is_fully_replicated``) for :attr:`is_replicated`."""
+        return not any(self.spec)
+
+    @property
+    def memory_kind(self) -> None:
+        """A type's sharding names no memory (JAX's abstract shardings: None)."""
+        return None
+
+
+def replicated(mesh: AbstractMesh, ndim: int) -> TypeSharding:
+    """The sharding in the type of an ``ndim``-dimensional value split over no
+    axis of ``mesh``: what ``typeof`` shows for a value whose type carries none
+    (JAX types every value over its mesh, replicated when nothing splits it)."""
+    return TypeSharding(mesh, ((),) * ndim)
 
 
 def type_sharding(mesh: AbstractMesh, spec: Sequence[Sequence[str] | None], ndim: int

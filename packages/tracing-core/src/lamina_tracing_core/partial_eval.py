@@ -545,6 +545,17 @@ def _trace_in_new_main(fun: WrappedFun, in_avals: Sequence[ShapedArray],
                        ) -> tuple[Jaxpr, list[ShapedArray], list[Any]]:
     """Traces ``fun`` in a fresh frame under the staging main trace that
     ``enter(frame)`` pushes, from an empty name stack."""
+    out, trace = _trace_in_main(fun, in_avals, debug_info, enter)
+    if core.config.check_tracer_leaks:  # the tracing frame is gone: what is left leaked
+        core.raise_if_leaked(trace)
+    core.maybe_validate(out[0])
+    return out
+
+
+def _trace_in_main(fun: WrappedFun, in_avals: Sequence[ShapedArray],
+                   debug_info: JaxprDebugInfo | None,
+                   enter: Callable[[JaxprStackFrame], Any]
+                   ) -> tuple[tuple[Jaxpr, list[ShapedArray], list[Any]], DynamicJaxprTrace]:
     frame = JaxprStackFrame(fun.debug_info)
     outer_stack = _si.set_name_stack(_EMPTY_STACK)
     try:
@@ -557,10 +568,10 @@ def _trace_in_new_main(fun: WrappedFun, in_avals: Sequence[ShapedArray],
                 out = _finish_frame(trace, frame, fun, in_avals, ans, debug_info)
             finally:
                 frame.alive = False
+                frame.const_tracers.clear()  # the finished frame holds no tracer of its own
     finally:
         _si.set_name_stack(outer_stack)
-    core.maybe_validate(out[0])
-    return out
+    return out, trace
 
 
 def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:

@@ -1,7 +1,7 @@
 """``jax._src.xla_bridge`` under the alias: lamina's backends module itself.
 
 Libraries read its private state, ``_backends`` (the clients made so far, by
-platform; empty or ``None`` before the first one), to learn whether it is
+platform; empty before the first one, as in JAX), to learn whether it is
 still too early to change the CPU device count (chex's
 ``set_n_cpu_devices``). Importing this module gives
 :mod:`lamina_interpreters_pxla.backends` itself, so that state is the live one.

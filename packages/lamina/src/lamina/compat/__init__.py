@@ -82,6 +82,10 @@ class _JaxModule(types.ModuleType):
             return importlib.import_module(f"{_PREFIX}{_VERSION_MODULE}")
         try:
             value = getattr(_lamina(), name)
+            if isinstance(value, types.ModuleType) and _lamina_module_exists(name):
+                # a submodule reached as an attribute is imported under the alias's
+                # name too: jaxlib looks for `jax.core` in sys.modules
+                value = importlib.import_module(_PREFIX + name)
         except AttributeError:
             if not _lamina_module_exists(name):
                 raise AttributeError(

@@ -12,7 +12,17 @@ from typing import Any
 _FUNCTIONS = {"io_callback": "lamina.callbacks"}
 
 
+#: the submodules of this package (listed by ``dir``, as JAX lists its loaded ones)
+_SUBMODULES = ("checkify", "compilation_cache", "layout", "multihost_utils", "shard_map")
+
+
+def __dir__() -> list[str]:
+    return sorted([*_FUNCTIONS, *_SUBMODULES])
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:  # `jax.experimental.compilation_cache` without importing it
+        return importlib.import_module(f"{__name__}.{name}")
     module = _FUNCTIONS.get(name)
     if module is None:
         raise AttributeError(f"module 'lamina.experimental' has no attribute {name!r}")

@@ -1,5 +1,5 @@
-"""``lamina.nn``: activation functions, softmax and friends, with JAX's values
-and gradients.
+"""``lamina.nn``: activation functions, softmax and friends, and
+``dot_product_attention``, with JAX's values and gradients.
 
 ``relu``, ``relu6`` and ``softmax`` have custom JVP rules (as in JAX): relu's
 derivative at 0 is 0, and softmax's derivative is computed from its output,
@@ -29,16 +29,26 @@ ArrayLike = Any
 Axis = int | tuple[int, ...] | None
 
 __all__ = [
-    "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
-    "initializers", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "normalize", "one_hot",
+    "celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
+    "identity", "initializers", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax",
+    "logmeanexp", "logsumexp", "mish", "normalize", "one_hot",
     "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
-    "sparse_plus", "squareplus", "standardize", "swish", "tanh",
+    "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh",
 ]
 
 
 def _inexact(fun: str, x: Any) -> Any:
     (a,) = _util.promote_dtypes_inexact(f"lamina.nn.{fun}", x)
     return a
+
+
+def identity(x: ArrayLike) -> Array:
+    """``x`` itself, as an array; a list or tuple is refused (JAX's error), as
+    is any other non-array."""
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"identity requires ndarray or scalar arguments, got {type(x)} at "
+                        "position 0.")
+    return jnp.asarray(_util.operand("lamina.nn.identity", x))
 
 
 def _relu(x: ArrayLike) -> Array:
@@ -157,6 +167,27 @@ def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Array:
     """``(x + sqrt(x**2 + b)) / 2``, a smooth relu."""
     a = _inexact("squareplus", x)
     return jnp.divide(jnp.add(a, jnp.sqrt(jnp.add(jnp.square(a), b))), 2)
+
+
+def sparse_sigmoid(x: ArrayLike) -> Array:
+    """0 for ``x <= -1``, ``(x + 1) / 2`` in between, 1 for ``x >= 1``: the
+    derivative of :func:`sparse_plus`."""
+    a = _inexact("sparse_sigmoid", x)
+    return jnp.multiply(0.5, jnp.clip(jnp.add(a, 1.0), 0.0, 2.0))
+
+
+def _log1mexp(x: ArrayLike) -> Array:
+    a = _inexact("log1mexp", x)
+    # two forms, each accurate on its side of log(2) (Maechler's note):
+    # log(-expm1(-x)) for small x, log1p(-exp(-x)) for large x
+    return jnp.where(jnp.less(a, math.log(2.0)), jnp.log(jnp.negative(jnp.expm1(jnp.negative(a)))),
+                     jnp.log1p(jnp.negative(jnp.exp(jnp.negative(a)))))
+
+
+log1mexp = custom_jvp(_log1mexp)
+log1mexp.__doc__ = ("``log(1 - exp(-x))`` for ``x >= 0``, accurate near 0 and for large "
+                    "``x``; its derivative is ``1 / expm1(x)``.")
+log1mexp.defjvps(lambda g, ans, x: jnp.divide(g, jnp.expm1(x)))
 
 
 def sparse_plus(x: ArrayLike) -> Array:
@@ -298,6 +329,17 @@ def one_hot(x: ArrayLike, num_classes: int, *, dtype: Any = None, axis: int = -1
     return lax.convert_element_type(jnp.equal(lhs, classes), out_dtype)
 
 
+def logmeanexp(x: ArrayLike, axis: Axis = None, where: ArrayLike | None = None,
+               keepdims: bool = False) -> Array:
+    """``log(mean(exp(x)))`` over ``axis`` (the elements ``where`` selects):
+    ``logsumexp(x) - log(n)``, without overflow."""
+    a = _inexact("logmeanexp", x)
+    total = logsumexp(a, axis=axis, keepdims=keepdims, where=where)
+    included = jnp.ones_like(a) if where is None else jnp.broadcast_to(where, jnp.shape(a))
+    count = jnp.sum(included, axis=axis, keepdims=keepdims, dtype=total.dtype)
+    return jnp.subtract(total, jnp.log(count))
+
+
 def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
                 variance: ArrayLike | None = None, epsilon: ArrayLike = 1e-5,
                 where: ArrayLike | None = None, *, algorithm: str = "fast") -> Array:
@@ -324,3 +366,149 @@ def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
 
 
 normalize = standardize
+
+
+# --- dot-product attention --------------------------------------------------------
+# Scaled dot-product attention as JAX 0.10.2 computes it with its XLA
+# implementation. Layout: query [B, T, N, H] (batch, query length, heads, head
+# size), key and value [B, S, K, H] with N a multiple of K (grouped-query
+# attention: each key/value head serves N // K query heads); rank 2 or 3 inputs
+# get leading axes of size 1. Logits are computed in at least float32 and the
+# softmax in float32; masked logits become a large negative number (not -inf),
+# so a fully masked row averages the values uniformly, as in JAX.
+
+
+def _attention_4d(t: Any) -> Array:
+    t = jnp.asarray(t)
+    missing = 4 - t.ndim
+    return jnp.expand_dims(t, tuple(range(missing))) if missing > 0 else t
+
+
+def _check_attention_operand(t: Array | None, shape: tuple[int, ...], dtype: Any, name: str) -> None:
+    """JAX's checks of each operand's rank, dtype and sizes (-1: any size)."""
+    if t is None:
+        return
+    if t.ndim != len(shape):
+        raise ValueError(f"dot_product_attention: {name} ndim should be {len(shape)}, but got "
+                         f"{t.ndim}")
+    if dtype is not None and t.dtype != dtype:
+        raise ValueError(f"dot_product_attention: {name} dtype should be {np.dtype(dtype)}, but "
+                         f"got {t.dtype}")
+    if any(want != -1 and got != want for got, want in zip(t.shape, shape)):
+        raise ValueError(f"dot_product_attention: {name} shape should be {list(shape)}: but got "
+                         f"{t.shape}")
+
+
+def _grouped(t: Array | None, k: int, g: int) -> Array | None:
+    """A ``[B, N or 1, T, S]`` bias or mask as ``[B, K, G or 1, T, S]``."""
+    if t is None:
+        return None
+    b, n, tq, s = t.shape
+    if n == 1:
+        return t[:, :, None]
+    return jnp.reshape(t, (b, k, g, tq, s))
+
+
+def _large_negative(dtype: Any) -> Array:
+    # far below any logit, yet finite in every float type (and in float32,
+    # which the softmax runs in)
+    biggest = min(float(dtypes.finfo(dtype).max), float(np.finfo(np.float32).max))
+    return jnp.asarray(-0.7 * biggest, dtype=dtype)
+
+
+def _keep_mask(shape: tuple[int, ...], mask: Array | None, is_causal: bool,
+               window: tuple[int, int] | None, q_lengths: Array | None,
+               kv_lengths: Array | None) -> Array | None:
+    """Where logits of shape ``[B, K, G, T, S]`` are kept, or None for everywhere."""
+    tq, s = shape[-2], shape[-1]
+    keep = None if mask is None else mask
+
+    def both(a: Array | None, b: Array) -> Array:
+        return b if a is None else jnp.logical_and(a, b)
+
+    q_pos = jnp.arange(tq)[:, None]
+    k_pos = jnp.arange(s)[None, :]
+    if is_causal:
+        keep = both(keep, q_pos >= k_pos)
+    if window is not None:
+        left, right = window
+        keep = both(keep, jnp.logical_and(q_pos <= k_pos + left, q_pos >= k_pos - right))
+    if q_lengths is not None:
+        keep = both(keep, (jnp.arange(tq)[None, :, None] < q_lengths[:, None, None])
+                    [:, None, None])
+    if kv_lengths is not None:
+        keep = both(keep, (jnp.arange(s)[None, None, :] < kv_lengths[:, None, None])
+                    [:, None, None])
+    return keep
+
+
+def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None,
+                          mask: Any = None, *, scale: float | None = None,
+                          is_causal: bool = False, query_seq_lengths: Any = None,
+                          key_value_seq_lengths: Any = None,
+                          local_window_size: int | tuple[int, int] | None = None,
+                          implementation: str | None = None,
+                          return_residual: bool = False) -> Any:
+    """``softmax(Q K^T * scale + bias, masked) V`` per head (``scale``
+    defaults to ``1 / sqrt(H)``). ``mask`` (bool, broadcastable to
+    ``[B, N, T, S]``) keeps the logits where it is True; ``is_causal`` keeps
+    keys at or before each query; ``local_window_size=(left, right)`` (or one
+    int for both) keeps keys within that many positions; the sequence lengths
+    (int32, ``[B]``) mask out padding, and query positions past their length
+    give zeros. With ``return_residual`` also the logsumexp of each row's
+    logits (``[B, T, N]``, no gradient). ``implementation`` is ``'xla'`` or
+    None; lamina has no cuDNN attention kernel."""
+    if implementation not in (None, "xla"):
+        if implementation == "cudnn":
+            raise ValueError("dot_product_attention: implementation='cudnn' needs the cuDNN "
+                             "attention kernel, which lamina does not provide; use "
+                             "implementation='xla' or None")
+        raise ValueError(f"Unsupported implementation option: {implementation}")
+    out_shape = jnp.shape(query)
+    q, k, v = _attention_4d(query), _attention_4d(key), _attention_4d(value)
+    bias = None if bias is None else _attention_4d(bias)
+    mask = None if mask is None else _attention_4d(mask)
+    q_lengths = None if query_seq_lengths is None else jnp.asarray(query_seq_lengths)
+    kv_lengths = None if key_value_seq_lengths is None else jnp.asarray(key_value_seq_lengths)
+    window = ((local_window_size, local_window_size) if isinstance(local_window_size, int)
+              else local_window_size)
+    b, s, kh, h = k.shape
+    _check_attention_operand(v, (b, s, kh, h), k.dtype, "value")
+    _check_attention_operand(q, (b, -1, -1, h), k.dtype, "query")
+    _check_attention_operand(mask, (-1,) * 4, np.dtype(bool), "mask")
+    _check_attention_operand(bias, (-1,) * 4, None, "bias")
+    _check_attention_operand(q_lengths, (b,), np.dtype(np.int32), "query_seq_lengths")
+    _check_attention_operand(kv_lengths, (b,), np.dtype(np.int32), "key_value_seq_lengths")
+    n = q.shape[2]
+    if n % kh:
+        raise ValueError(f"The number of query heads must be a multiple of key/value heads, "
+                         f"but got {n} vs {kh}")
+    g = n // kh
+    t = q.shape[1]
+    factor = 1.0 / np.sqrt(h) if scale is None else scale
+
+    logits_dtype = jnp.promote_types(q.dtype, np.float32)
+    grouped_q = jnp.reshape(q, (b, t, kh, g, h))
+    logits = jnp.einsum("BTKGH,BSKH->BKGTS", grouped_q, k,
+                        preferred_element_type=logits_dtype)
+    logits = logits * jnp.array(factor, dtype=logits.dtype)
+    grouped_bias = _grouped(bias, kh, g)
+    if grouped_bias is not None:
+        logits = (logits + grouped_bias).astype(logits.dtype)
+    keep = _keep_mask(logits.shape, _grouped(mask, kh, g), is_causal, window, q_lengths,
+                      kv_lengths)
+    if keep is not None:
+        logits = jnp.where(keep, logits, _large_negative(logits.dtype))
+    logits = logits.astype(np.float32)
+    probs = softmax(logits, axis=-1).astype(k.dtype)
+    encoded = jnp.einsum("BKGTS,BSKH->BTKGH", probs, v)
+    encoded = jnp.reshape(encoded, (b, t, n, h))
+    if q_lengths is not None:
+        valid = jnp.arange(t)[None, :] < q_lengths[:, None]
+        encoded = encoded * valid[:, :, None, None].astype(encoded.dtype)
+    encoded = jnp.reshape(encoded, out_shape)
+    if not return_residual:
+        return encoded
+    lse = logsumexp(logits, axis=-1).astype(k.dtype)  # [B, K, G, T]
+    lse = jnp.reshape(jnp.transpose(lse, (0, 3, 1, 2)), (b, t, n))
+    return encoded, lax.stop_gradient(jnp.reshape(lse, out_shape[:-1]))

@@ -54,8 +54,7 @@ def default_fill_value(dtype: np.dtype[Any]) -> Any:
         return True
     if is_inexact(dtype):
         return np.nan
-    info = np.iinfo(dtype)
-    return info.min if dtype.kind == "i" else info.max
+    return dtypes.lowest(dtype) if dtype in dtypes.SIGNED else dtypes.highest(dtype)
 
 
 def _gather_dnums(dnums: Any, index_vector_dim: int) -> ir.Attribute:

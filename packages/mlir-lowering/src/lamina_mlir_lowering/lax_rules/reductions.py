@@ -52,17 +52,16 @@ _COMBINERS: dict[str, Combiner] = {
 def identity_value(monoid: str, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """The identity of ``monoid`` on ``dtype`` (e.g. -inf for max on floats)."""
     is_bool = dtype == dtypes.bool_
-    inexact = is_inexact(dtype)
     if monoid in ("add", "or", "xor"):
         value: Any = 0
     elif monoid == "mul":
         value = 1
     elif monoid in ("max", "logaddexp"):
-        value = False if is_bool else -np.inf if inexact else np.iinfo(dtype).min
+        value = dtypes.lowest(dtype)
     elif monoid == "min":
-        value = True if is_bool else np.inf if inexact else np.iinfo(dtype).max
+        value = dtypes.highest(dtype)
     elif monoid == "and":
-        value = True if is_bool else -1 if dtype.kind == "i" else np.iinfo(dtype).max
+        value = True if is_bool else -1 if dtype in dtypes.SIGNED else dtypes.highest(dtype)
     else:
         raise ValueError(f"no identity for monoid {monoid!r}")
     return np.array(value, dtype)

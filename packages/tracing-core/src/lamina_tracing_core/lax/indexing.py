@@ -227,9 +227,9 @@ def default_fill_value(dtype: np.dtype[Any]) -> Any:
     if dtype in common.INEXACT:
         return np.nan
     if dtype in common.SIGNED:
-        return int(np.iinfo(dtype).min)
+        return int(dtypes.lowest(dtype))
     if dtype in common.UNSIGNED:
-        return int(np.iinfo(dtype).max)
+        return int(dtypes.highest(dtype))
     if dtype == dtypes.bool_:
         return True
     raise ValueError(f"Unsupported dtype for gather fill_value {dtype}")
@@ -1055,8 +1055,36 @@ def take_along_axis(x: Any, idx: Any, axis: int) -> Any:
     return gather(x, index, dnums, (1,) * nd, mode=GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
+def index_take(src: ArrayLike, idxs: Sequence[ArrayLike], axes: Sequence[int]) -> Array:
+    """``src`` at the points ``(idxs[0][i], idxs[1][i], ...)`` of its ``axes``
+    (JAX's ``lax.index_take``): shape ``[n, *other dims]``. Each index is taken
+    modulo its axis' size, Python-style (-1 is the last entry)."""
+    shape = get_aval(src).shape
+    nd = len(shape)
+    axes = tuple(common.canonicalize_axis(a, nd) for a in axes)
+    if len(idxs) != len(axes):
+        raise ValueError(f"index_take: {len(idxs)} index arrays for {len(axes)} axes {axes}")
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"index_take: axes {axes} repeat an axis")
+    columns = [st.expand_dims(i, (1,)) for i in idxs]
+    if {get_aval(c).shape for c in columns} != {get_aval(columns[0]).shape}:
+        raise ValueError("index_take: the index arrays must be of one shape, got "
+                         f"{[get_aval(i).shape for i in idxs]}")
+    index = st.concatenate(columns, 1) if len(columns) > 1 else columns[0]
+    index_aval = get_aval(index)
+    sizes = np.broadcast_to(np.array([max(shape[a], 1) for a in axes], index_aval.dtype),
+                            index_aval.shape)
+    wrapped = ew.rem(index, sizes)  # C-style: negative for a negative index
+    index = ew.select(ew.lt(wrapped, np.zeros_like(sizes)), ew.add(wrapped, sizes), wrapped)
+    dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, 1 + nd - len(axes))),
+                                   collapsed_slice_dims=tuple(sorted(axes)),
+                                   start_index_map=axes)
+    slice_sizes = tuple(1 if d in axes else shape[d] for d in range(nd))
+    return gather(src, index, dnums, slice_sizes, mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
 __all__ = [
-    "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode", "gather_p",
+    "index_take", "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode", "gather_p",
     "scatter_p", "scatter_add_p", "scatter_sub_p", "scatter_mul_p", "scatter_min_p",
     "scatter_max_p", "dynamic_slice_p", "dynamic_update_slice_p", "gather", "scatter",
     "scatter_add", "scatter_sub", "scatter_mul", "scatter_min", "scatter_max",

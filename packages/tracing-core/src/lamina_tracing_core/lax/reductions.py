@@ -205,18 +205,10 @@ def _identity_of(prim: Primitive, dtype: np.dtype[Any]) -> Any:
         return np.ones((), dtype)
     if prim is reduce_and_p:
         return np.array(-1 if dtype in common.SIGNED else True if dtype == dtypes.bool_
-                        else np.iinfo(dtype).max if dtype in common.UNSIGNED else 0, dtype)
+                        else dtypes.highest(dtype) if dtype in common.UNSIGNED else 0, dtype)
     if prim is reduce_max_p:
-        if dtype in common.INEXACT:
-            return np.array(-np.inf, dtype)
-        if dtype == dtypes.bool_:
-            return np.array(False)
-        return np.array(np.iinfo(dtype).min, dtype)
-    if dtype in common.INEXACT:
-        return np.array(np.inf, dtype)
-    if dtype == dtypes.bool_:
-        return np.array(True)
-    return np.array(np.iinfo(dtype).max, dtype)
+        return dtypes.lowest(dtype)
+    return dtypes.highest(dtype)
 
 
 _MONOIDS: dict[Callable[..., Any], Primitive] = {

@@ -15,7 +15,7 @@ import numpy as np
 
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.lax import common, helpers, indexing
+from lamina_tracing_core.lax import common, elementwise, helpers, indexing
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.lax.common import ArrayLike
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules
@@ -145,6 +145,40 @@ def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> list[Array]:
     return [values, indices]
 
 
+def _approx_k(fun: str, operand: ArrayLike, k: int, reduction_dimension: int,
+              recall_target: float, largest: bool) -> list[Array]:
+    """The exact answer approximate top-k asks for (what JAX's CPU and GPU
+    fallback computes; recall 1 meets any ``recall_target``): ``top_k`` along
+    ``reduction_dimension``, of the negated operand for the smallest."""
+    aval = get_aval(operand)
+    if not dtypes.is_floating(aval.dtype):
+        raise ValueError(f"{fun}: operand must be a floating type, got {aval.dtype}")
+    if not 0 < recall_target <= 1:
+        raise ValueError(f"{fun}: recall_target must be in (0, 1], got {recall_target}")
+    nd = len(aval.shape)
+    axis = common.canonicalize_axis(reduction_dimension, nd) if nd else 0
+    values, indices = top_k(operand if largest else elementwise.neg(operand), k, axis=axis)
+    return [values if largest else elementwise.neg(values), indices]
+
+
+def approx_max_k(operand: ArrayLike, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> list[Array]:
+    """``[values, indices]`` of the ``k`` largest entries along
+    ``reduction_dimension`` (JAX's ``lax.approx_max_k``), computed exactly:
+    descending, ties keep the lower index first. ``reduction_input_size_override``
+    and ``aggregate_to_topk`` only tune TPU's approximate kernel."""
+    return _approx_k("approx_max_k", operand, k, reduction_dimension, recall_target, True)
+
+
+def approx_min_k(operand: ArrayLike, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True) -> list[Array]:
+    """``[values, indices]`` of the ``k`` smallest entries, as :func:`approx_max_k`
+    (ascending)."""
+    return _approx_k("approx_min_k", operand, k, reduction_dimension, recall_target, False)
+
+
 def _top_k_jvp(primals: Any, tangents: Any, *, k: int, axis: int) -> Any:
     (x,), (t,) = primals, tangents
     values, indices = top_k_p.bind(x, k=k, axis=axis)
@@ -165,4 +199,5 @@ jvp_rules[top_k_p] = _top_k_jvp
 batching_rules[top_k_p] = _top_k_batch
 _ = np
 
-__all__ = ["sort_p", "top_k_p", "sort", "sort_key_val", "top_k"]
+__all__ = ["approx_max_k", "approx_min_k", "sort_p", "top_k_p", "sort", "sort_key_val",
+           "top_k"]

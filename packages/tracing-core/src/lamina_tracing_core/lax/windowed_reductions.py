@@ -285,19 +285,11 @@ helpers.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
 
 
 def _lowest(dtype: np.dtype[Any]) -> Any:
-    if dtype in common.INEXACT:
-        return np.array(-np.inf, dtype)
-    if dtype == dtypes.bool_:
-        return np.array(False)
-    return np.array(np.iinfo(dtype).min, dtype)
+    return dtypes.lowest(dtype)
 
 
 def _highest(dtype: np.dtype[Any]) -> Any:
-    if dtype in common.INEXACT:
-        return np.array(np.inf, dtype)
-    if dtype == dtypes.bool_:
-        return np.array(True)
-    return np.array(np.iinfo(dtype).max, dtype)
+    return dtypes.highest(dtype)
 
 
 def _window_slices(x: Any, fill: Any, out_shape: Sequence[int], params: dict[str, Any]
