@@ -102,14 +102,15 @@ def test_typeof_of_unsharded_values_is_replicated_over_the_mesh(devices8):
 
     auto = lx.make_mesh((2,), ("x",), axis_types=(AxisType.Auto,))
     split = lx.device_put(jnp.ones(4), NamedSharding(auto, P("x")))
-    on_auto = "NamedSharding(mesh=AbstractMesh('x': 2, axis_types=(Auto,)), spec=P(None,))"
+    on_auto = ("NamedSharding(mesh=AbstractMesh('x': 2, axis_types=(Auto,), device_kind=cpu, "
+               "num_cores=None, platform=cpu), spec=P(None,))")
     assert repr(lx.typeof(split).sharding) == on_auto
     with lx.set_mesh(auto):
         assert repr(lx.typeof(jnp.ones(3)).sharding) == on_auto
     explicit = lx.make_mesh((2,), ("x",))
     typed = lx.typeof(lx.device_put(jnp.ones(4), NamedSharding(explicit, P("x")))).sharding
-    assert repr(typed) == ("NamedSharding(mesh=AbstractMesh('x': 2, axis_types=(Explicit,)), "
-                           "spec=P('x',))")
+    assert repr(typed) == ("NamedSharding(mesh=AbstractMesh('x': 2, axis_types=(Explicit,), "
+                           "device_kind=cpu, num_cores=None, platform=cpu), spec=P('x',))")
     assert not typed.is_fully_replicated
 
 
