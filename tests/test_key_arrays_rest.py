@@ -48,3 +48,68 @@ def test_varying_key_with_invariant_argument_draws() -> None:
                                  in_specs=(P("x"), P()), out_specs=P("x")))
     np.testing.assert_allclose(spread(random.split(random.key(0), 2), a),
                                [0.6031933, 0.6927401, 2.3589952, 0.281124], rtol=1e-6)
+
+
+# --- ShapeDtypeStruct of keys ---------------------------------------------------------------
+def test_shape_dtype_struct_of_keys() -> None:
+    k = random.key(0)
+    s = lx.ShapeDtypeStruct((3,), k.dtype)
+    assert repr(s) == "ShapeDtypeStruct(shape=(3,), dtype=key<fry>)"
+    assert isinstance(s, lx.ShapeDtypeStruct)
+    assert (s.shape, s.dtype, s.ndim, s.size) == ((3,), k.dtype, 1, 3)
+    assert repr(lx.typeof(s)) == "ShapedArray(key<fry>[3])"
+    assert repr(lx.typeof(k)) == "ShapedArray(key<fry>[])"
+    assert lx.tree_util.tree_leaves([s, k]) == [s, k]
+
+
+def test_eval_shape_of_keys_gives_key_structs() -> None:
+    k = random.key(0)
+    s = lx.ShapeDtypeStruct((3,), k.dtype)
+    assert repr(lx.eval_shape(lambda k: k, s)) == "ShapeDtypeStruct(shape=(3,), dtype=key<fry>)"
+    assert repr(lx.eval_shape(random.split, k)) == "ShapeDtypeStruct(shape=(2,), dtype=key<fry>)"
+    assert repr(lx.eval_shape(random.key_data, s)) == "ShapeDtypeStruct(shape=(3, 2), dtype=uint32)"
+    out = lx.eval_shape(lambda k: {"k": k, "d": random.key_data(k)}, k)
+    assert out == {"k": lx.ShapeDtypeStruct((), k.dtype),
+                   "d": lx.ShapeDtypeStruct((2,), np.uint32)}
+    _, shapes = lx.make_jaxpr(lambda k: (k, random.key_data(k)), return_shape=True)(k)
+    assert repr(shapes) == ("(ShapeDtypeStruct(shape=(), dtype=key<fry>), "
+                            "ShapeDtypeStruct(shape=(2,), dtype=uint32))")
+
+
+def test_lower_and_trace_with_key_structs() -> None:
+    k = random.key(0)
+    s = lx.ShapeDtypeStruct((3,), k.dtype)
+    f = lx.jit(lambda k: random.split(k[0]))
+    assert "func.func public @main" in f.lower(s).as_text()
+    assert f.trace(s).jaxpr.in_avals[0].shape == (3, 2)  # the key data's
+    compiled = f.lower(s).compile()
+    keys = random.split(k, 3)
+    np.testing.assert_array_equal(random.key_data(compiled(keys)),
+                                  random.key_data(f(keys)))
+    with pytest.raises(TypeError, match="compiled with uint32\\[3,2\\] and called with "
+                                        "uint32\\[4,2\\]"):
+        compiled(random.split(k, 4))
+
+
+# --- the stages' trees as users see them ----------------------------------------------------
+def test_stage_trees_show_keys_as_leaves() -> None:
+    k = random.key(0)
+    f = lx.jit(lambda k, x: (k, x))
+    traced = f.trace(k, 1.0)
+    lowered = f.lower(k, 1.0)
+    compiled = lowered.compile()
+    for stage in (traced, lowered, compiled):
+        assert str(stage.in_tree) == "PyTreeDef(((*, *), {}))"  # JAX 0.10.2's
+        assert str(stage.out_tree) == "PyTreeDef((*, *))"
+    (key_info, x_info), kwargs = lowered.args_info
+    assert kwargs == {}
+    assert repr(key_info.aval) == "ShapedArray(key<fry>[])"
+    assert key_info.name == "k" and not key_info.donated
+    assert repr(x_info.aval) == "ShapedArray(float32[], weak_type=True)"
+    key_out, x_out = traced.out_info
+    assert (key_out.shape, key_out.dtype) == ((), k.dtype)
+    assert lx.tree_util.tree_structure(compiled.input_shardings) == lowered.in_tree
+    out = compiled(k, 2.0)
+    np.testing.assert_array_equal(random.key_data(out[0]), random.key_data(k))
+    with pytest.raises(TypeError, match="seen a pytree leaf but now given a tuple"):
+        compiled((k,), 2.0)

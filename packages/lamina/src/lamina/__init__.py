@@ -28,7 +28,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "clear_caches": ("lamina_sharded_jit.api", "clear_caches"),
     # the one with .sharding, which eval_shape, make_jaxpr and the stages return
     "ShapeDtypeStruct": ("lamina_sharded_jit.api", "ShapeDtypeStruct"),
-    "typeof": ("lamina_tracing_core.avals", "get_aval"),  # JAX's name for value -> aval
+    "typeof": ("lamina_sharded_jit.explicit_sharding", "typeof"),
     "checkpoint": ("lamina_tracing_core.checkpoint", "checkpoint"),
     "ensure_compile_time_eval": ("lamina_tracing_core.core", "eval_context"),
     "remat": ("lamina_tracing_core.checkpoint", "remat"),

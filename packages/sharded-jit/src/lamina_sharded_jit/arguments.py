@@ -157,14 +157,14 @@ def check_arg_types(infos: Sequence[ArgInfo], flat: Sequence[Any]) -> None:
 def structure_mismatch_message(expected_tree: Any, given: Any) -> str:
     """Names where a call's argument pytree differs from the compiled one."""
     expected = tu.tree_unflatten(expected_tree, [0] * expected_tree.num_leaves)
-    leafy = tu.tree_map(lambda _: 0, given)
+    leafy = tu.user_trees.tree_map(lambda _: 0, given)
     diffs = structure_differences(expected, leafy)
     lines = []
     for path, seen, now, why in diffs[:5]:
         where = _path_str(path)
         lines.append(f"    * at {where}, seen {seen} but now given {now}, so {why}")
     if not lines:
-        lines.append(f"    * compiled for {expected_tree}, called with {tu.tree_structure(given)}")
+        lines.append(f"    * compiled for {expected_tree}, called with {tu.user_trees.tree_structure(given)}")
     return ("Function compiled with input pytree does not match the input pytree it was "
             f"called with. There are {len(diffs) or 1} mismatches, including:\n"
             + "\n".join(lines))

@@ -32,6 +32,8 @@ from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.mesh import AxisType
+from lamina_tracing_core.api import ShapeDtypeStruct
+from lamina_tracing_core.numpy.key_arrays import KeyDType, PRNGKeyArray
 
 from lamina_sharded_jit.sharding_constraint import with_sharding_constraint
 
@@ -40,7 +42,12 @@ __all__ = ["reshard", "auto_axes", "explicit_axes", "typeof"]
 
 def typeof(x: Any) -> ShapedArray:
     """The type of ``x`` (an array, a tracer or a Python/NumPy value): shape,
-    dtype, weak type, and the sharding over Explicit mesh axes."""
+    dtype, weak type, and the sharding over Explicit mesh axes; a key array's
+    is ``key<fry>[...]``, as in JAX."""
+    if isinstance(x, PRNGKeyArray):
+        return x.key_type()
+    if isinstance(x, ShapeDtypeStruct) and isinstance(x.dtype, KeyDType):
+        return ShapedArray(x.shape, x.dtype)
     return get_aval(x)
 
 
