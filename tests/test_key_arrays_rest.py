@@ -113,3 +113,76 @@ def test_stage_trees_show_keys_as_leaves() -> None:
     np.testing.assert_array_equal(random.key_data(out[0]), random.key_data(k))
     with pytest.raises(TypeError, match="seen a pytree leaf but now given a tuple"):
         compiled((k,), 2.0)
+
+
+# --- keys in custom rules -------------------------------------------------------------------
+def _custom_jvp_on_keys(seen: list):
+    @lx.custom_jvp
+    def f(k, x):
+        return random.split(k), x * 2.0
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        k, x = primals
+        tk, tx = tangents
+        seen.append((type(tk), np.shape(tk), tk.dtype))
+        # a key result's tangent: one float0 array of the key's shape
+        return f(k, x), (np.zeros((2,), lx.dtypes.float0), tx * 2.0)
+    return f
+
+
+@pytest.mark.parametrize("how", ["jvp", "jit_jvp", "grad"])
+def test_custom_jvp_rule_sees_one_float0_tangent_per_key(how) -> None:
+    seen: list = []
+    f = _custom_jvp_on_keys(seen)
+    k = random.key(0)
+
+    def g(x):
+        return f(k, x)[1]
+    if how == "jvp":
+        out = lx.jvp(g, (1.0,), (1.0,))
+    elif how == "jit_jvp":
+        out = lx.jit(lambda x: lx.jvp(g, (x,), (1.0,)))(1.0)
+    else:
+        out = (None, lx.grad(g)(1.0))
+    assert float(out[1]) == 2.0
+    kind, shape, dtype = seen[0]
+    assert shape == () and dtype == lx.dtypes.float0  # JAX 0.10.2: float0[] for key<fry>[]
+    assert kind is not random.PRNGKeyArray
+
+
+@pytest.mark.parametrize("ct", [
+    lambda: np.zeros((3,), lx.dtypes.float0),
+    lambda: np.zeros((3, 2), lx.dtypes.float0),
+    lambda: np.zeros((3,), np.float32),
+    lambda: random.split(random.key(1), 3),
+    lambda: None,
+])
+def test_custom_vjp_ignores_what_bwd_gives_a_key(ct) -> None:
+    # JAX 0.10.2 drops any cotangent of an input whose cotangent type is float0
+    @lx.custom_vjp
+    def h(k, x):
+        return x * 2.0
+
+    h.defvjp(lambda k, x: (x * 2.0, None), lambda r, c: (ct(), c * 2.0))
+    assert float(lx.grad(lambda x: h(random.split(random.key(0), 3), x))(1.0)) == 2.0
+
+
+def test_custom_vjp_container_for_a_key_is_refused() -> None:
+    @lx.custom_vjp
+    def h(k, x):
+        return x * 2.0
+
+    h.defvjp(lambda k, x: (x * 2.0, None),
+             lambda r, c: ((np.zeros((3,), lx.dtypes.float0),), c * 2.0))
+    with pytest.raises(TypeError, match="same container \\(pytree\\) structure"):
+        lx.grad(lambda x: h(random.split(random.key(0), 3), x))(1.0)
+
+
+def test_custom_vjp_ignores_what_bwd_gives_an_integer_input() -> None:
+    @lx.custom_vjp
+    def h(d, x):
+        return x * 2.0
+
+    h.defvjp(lambda d, x: (x * 2.0, None), lambda r, c: (np.ones(5, np.float32), c * 2.0))
+    assert float(lx.grad(lambda x: h(np.arange(3), x))(1.0)) == 2.0
