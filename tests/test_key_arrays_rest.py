@@ -186,3 +186,36 @@ def test_custom_vjp_ignores_what_bwd_gives_an_integer_input() -> None:
 
     h.defvjp(lambda d, x: (x * 2.0, None), lambda r, c: (np.ones(5, np.float32), c * 2.0))
     assert float(lx.grad(lambda x: h(np.arange(3), x))(1.0)) == 2.0
+
+
+# --- the C++ fast path ----------------------------------------------------------------------
+@pytest.fixture
+def python_calls(monkeypatch: pytest.MonkeyPatch):
+    """Counts the calls that reach jit's Python path (the C++ path's misses)."""
+    from lamina_sharded_jit import api as sj_api
+    count = [0]
+    original = sj_api.Jitted._python_call
+
+    def counting(self, args, kwargs):
+        count[0] += 1
+        return original(self, args, kwargs)
+
+    monkeypatch.setattr(sj_api.Jitted, "_python_call", counting)
+    yield count
+
+
+def test_key_arguments_and_results_stay_on_the_fast_path(python_calls) -> None:
+    k = random.key(0)
+    f = lx.jit(lambda k, x: {"keys": (k, random.split(k)), "draw": random.normal(k) + x})
+    x = lx.device_put(np.float32(1.0))
+    first = f(k, x)
+    for _ in range(3):
+        out = f(k, x)
+    assert python_calls[0] == 1
+    keys, pair = out["keys"]
+    assert isinstance(keys, random.PRNGKeyArray) and isinstance(pair, random.PRNGKeyArray)
+    assert (keys.shape, pair.shape, pair.dtype) == ((), (2,), k.dtype)
+    np.testing.assert_array_equal(random.key_data(pair), random.key_data(first["keys"][1]))
+    assert float(out["draw"]) == float(first["draw"])
+    f(pair[0], x)  # a key result fed back: the same signature
+    assert python_calls[0] == 1
