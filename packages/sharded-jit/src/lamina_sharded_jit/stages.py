@@ -61,7 +61,7 @@ class _ArgsInfoAsPytree:
 
     @property
     def args_info(self) -> Any:
-        return tu.user_trees.tree_map(_key_arg_info,
+        return tu.user_trees.tree_map(_key_info,
                                       tu.tree_unflatten(self._in_tree, self.flat_args_info))
 
     @args_info.setter
@@ -70,7 +70,7 @@ class _ArgsInfoAsPytree:
 
     @property
     def out_info(self) -> Any:
-        return tu.user_trees.tree_map(_key_out_info,
+        return tu.user_trees.tree_map(_key_info,
                                       tu.tree_unflatten(self._out_tree, self.flat_out_info))
 
     @out_info.setter
@@ -78,16 +78,9 @@ class _ArgsInfoAsPytree:
         self.flat_out_info = tuple(value)
 
 
-def _key_arg_info(x: Any) -> Any:
-    """A key array over its data's ``ArgInfo`` as the keys' ``ArgInfo`` (typed
-    ``key<fry>[...]``, as JAX shows it); anything else as is."""
-    if isinstance(x, PRNGKeyArray):
-        info = x.base
-        return dataclasses.replace(info, aval=key_type(x.impl, info.aval))
-    return x
-
-
-def _key_out_info(x: Any) -> Any:
+def _key_info(x: Any) -> Any:
+    """A key array over its data's ``ArgInfo``/``OutInfo`` as the keys' own
+    (typed ``key<fry>[...]``, as JAX shows it); anything else as is."""
     if isinstance(x, PRNGKeyArray):
         info = x.base
         return dataclasses.replace(info, aval=key_type(x.impl, info.aval))
@@ -219,7 +212,8 @@ class JitCompiled(_ArgsInfoAsPytree, Compiled):
         if tu.user_treedef(tree) != self.in_tree:
             raise TypeError(structure_mismatch_message(self.in_tree, (args, kwargs)))
         self._check_no_tracers(flat)
-        check_arg_types(self.flat_args_info, flat)
+        check_arg_types(tu.user_trees.tree_leaves(self.args_info),
+                        tu.user_trees.tree_leaves((args, kwargs)))
         return tu.tree_unflatten(self._out_tree, self.executable.call(*flat))
 
     def _check_no_tracers(self, flat: Sequence[Any]) -> None:
