@@ -60,6 +60,8 @@ def test_shape_dtype_struct_of_keys() -> None:
     assert repr(lx.typeof(s)) == "ShapedArray(key<fry>[3])"
     assert repr(lx.typeof(k)) == "ShapedArray(key<fry>[])"
     assert lx.tree_util.tree_leaves([s, k]) == [s, k]
+    with pytest.raises(TypeError):  # JAX 0.10.2 refuses it too
+        random.key_data(s)
 
 
 def test_eval_shape_of_keys_gives_key_structs() -> None:
@@ -82,6 +84,11 @@ def test_lower_and_trace_with_key_structs() -> None:
     f = lx.jit(lambda k: random.split(k[0]))
     assert "func.func public @main" in f.lower(s).as_text()
     assert f.trace(s).jaxpr.in_avals[0].shape == (3, 2)  # the key data's
+    lowered = lx.jit(lambda k: k).lower(s)
+    assert (str(lowered.in_tree), str(lowered.out_tree)) == ("PyTreeDef(((*,), {}))",
+                                                             "PyTreeDef(*)")
+    assert repr(lowered.args_info) == "((ArgInfo(k: key<fry>[3]),), {})"
+    assert repr(lowered.out_info.aval) == "ShapedArray(key<fry>[3])"
     compiled = f.lower(s).compile()
     keys = random.split(k, 3)
     np.testing.assert_array_equal(random.key_data(compiled(keys)),
