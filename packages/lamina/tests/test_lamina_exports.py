@@ -21,11 +21,14 @@ def test_every_public_name_resolves() -> None:
     assert not missing
 
 
-def test_typeof_is_the_one_value_to_aval_function() -> None:
+def test_typeof_is_the_value_to_aval_function_plus_key_types() -> None:
     from lamina_tracing_core.avals import get_aval
 
-    assert lamina.typeof is get_aval
-    aval = lamina.typeof(np.ones((2, 3), np.float32))
+    x = np.ones((2, 3), np.float32)
+    assert lamina.typeof(x) == get_aval(x)
+    # a key array is no array to tracing's get_aval; its type for users is JAX's
+    assert repr(lamina.typeof(lamina.random.key(0))) == "ShapedArray(key<fry>[])"
+    aval = lamina.typeof(x)
     assert (aval.shape, aval.dtype) == ((2, 3), np.float32)
     assert lamina.typeof(1.0).weak_type
 
