@@ -29,6 +29,8 @@ def test_typeof_is_the_one_value_to_aval_function() -> None:
     assert lamina.typeof is typeof
     value = np.ones((2, 3), np.float32)
     assert lamina.typeof(value) == get_aval(value)
+    # a key array is no array to tracing's get_aval; its type for users is JAX's
+    assert str(lamina.typeof(lamina.random.key(0))) == "key<fry>[]"
     aval = lamina.typeof(value)
     assert (aval.shape, aval.dtype) == ((2, 3), np.float32)
     assert lamina.typeof(1.0).weak_type

@@ -29,6 +29,34 @@ from lamina_linear_util import tree_util
 from lamina_mlir_lowering import module_to_bytecode, module_to_text
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr
+from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
+
+
+class StageTrees:
+    """``in_tree``/``out_tree`` of a stage: the structures of the arguments
+    ``(args, kwargs)`` and of the result as users see them (a key array is a
+    leaf, ``*``, as in JAX). The stage keeps the structures transformations
+    flatten with (a key array a node over its data) as ``_in_tree`` and
+    ``_out_tree``: its flat ``args_info`` and ``out_info`` follow them."""
+
+    _in_tree: Any
+    _out_tree: Any
+
+    @property
+    def in_tree(self) -> Any:
+        return tree_util.user_treedef(self._in_tree)
+
+    @property
+    def out_tree(self) -> Any:
+        return tree_util.user_treedef(self._out_tree)
+
+
+def _user_view(tree: Any) -> Any:
+    """A tree built in the transformations' structure with each key array's
+    data replaced by a per-leaf value (a sharding), as users see it: that
+    value in place of the key array."""
+    return tree_util.user_trees.tree_map(
+        lambda x: x.base if isinstance(x, PRNGKeyArray) else x, tree)
 
 
 @dataclass(frozen=True)
@@ -85,7 +113,7 @@ class OutInfo:
         return self.aval.size
 
 
-class Traced:
+class Traced(StageTrees):
     """A function traced for given argument types (no outer tracers inside).
 
     ``jaxpr`` is the closed jaxpr with its ``JaxprDebugInfo``; ``in_tree`` is
@@ -98,8 +126,8 @@ class Traced:
                  lower_fn: Callable[[tuple[str, ...] | None], Lowered]):
         self.jaxpr = jaxpr
         self.fun_name = fun_name
-        self.in_tree = in_tree
-        self.out_tree = out_tree
+        self._in_tree = in_tree
+        self._out_tree = out_tree
         self.args_info = tuple(args_info)
         self.out_info = tuple(out_info)
         self._lower_fn = lower_fn
@@ -122,7 +150,7 @@ class Traced:
         return f"Traced({self.fun_name}, {len(self.args_info)} args)"
 
 
-class Lowered:
+class Lowered(StageTrees):
     """A lowered StableHLO module plus what compiling and exporting need.
 
     ``lowering`` is the lowering layer's ``LoweringResult`` (module, names,
@@ -144,8 +172,8 @@ class Lowered:
         self.fun_name = fun_name
         self.jaxpr = jaxpr
         self.platforms = tuple(platforms)
-        self.in_tree = in_tree
-        self.out_tree = out_tree
+        self._in_tree = in_tree
+        self._out_tree = out_tree
         self.args_info = tuple(args_info)
         self.out_info = tuple(out_info)
         self.devices = None if devices is None else list(devices)
@@ -201,7 +229,7 @@ class Lowered:
             result_names=[o.name for o in self.out_info],
             donated_invars=[a.donated for a in self.args_info],
             kept_var_idx=self.lowering.kept_var_idx, lowering=self.lowering)
-        return Compiled(executable, in_tree=self.in_tree, out_tree=self.out_tree,
+        return Compiled(executable, in_tree=self._in_tree, out_tree=self._out_tree,
                         args_info=self.args_info, fun_name=self.fun_name)
 
     def __repr__(self) -> str:
@@ -229,14 +257,14 @@ def module_text(module: Any, dialect: str | None, *, debug_info: bool = False) -
     return str(module_to_text(module, debug_info=debug_info))
 
 
-class Compiled:
+class Compiled(StageTrees):
     """A compiled, callable stage."""
 
     def __init__(self, executable: Executable, *, in_tree: Any, out_tree: Any,
                  args_info: Sequence[ArgInfo], fun_name: str):
         self.executable = executable
-        self.in_tree = in_tree
-        self.out_tree = out_tree
+        self._in_tree = in_tree
+        self._out_tree = out_tree
         self.args_info = tuple(args_info)
         self.fun_name = fun_name
 
@@ -256,22 +284,23 @@ class Compiled:
     @property
     def input_shardings(self) -> Any:
         """The argument shardings, in the structure of the arguments."""
-        return tree_util.tree_unflatten(self.in_tree, self.executable.in_shardings)
+        return _user_view(tree_util.tree_unflatten(self._in_tree, self.executable.in_shardings))
 
     @property
     def output_shardings(self) -> Any:
-        return tree_util.tree_unflatten(self.out_tree, self.executable.out_shardings)
+        return _user_view(tree_util.tree_unflatten(self._out_tree,
+                                                   self.executable.out_shardings))
 
     def call_flat(self, flat_args: Sequence[Any]) -> list[Array]:
         return self.executable.call(*flat_args)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         flat, tree = tree_util.tree_flatten((args, kwargs))
-        if tree != self.in_tree:
+        if tree != self._in_tree:
             raise TypeError(
                 f"{self.fun_name} was compiled for arguments of structure {self.in_tree}, "
-                f"but was called with {tree}")
-        return tree_util.tree_unflatten(self.out_tree, self.call_flat(flat))
+                f"but was called with {tree_util.user_treedef(tree)}")
+        return tree_util.tree_unflatten(self._out_tree, self.call_flat(flat))
 
     def __repr__(self) -> str:
         return f"Compiled({self.fun_name})"

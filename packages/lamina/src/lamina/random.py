@@ -28,10 +28,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from lamina_tracing_core import control_flow as lax_control
 from lamina_tracing_core import core, dtypes, lax
+from lamina_tracing_core import vma as _vma
 from lamina_mlir_lowering.lowering import lower_fun
 from lamina_mlir_lowering.rules import register_lowering
 from lamina_tracing_core.api import vmap
-from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core.avals import get_aval, order_axes
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.base_primitives import bdim_at_front
 from lamina_tracing_core.lax import helpers as lax_helpers
@@ -862,6 +863,40 @@ def _gamma_grad(sample: Array, a: Array, log_space: bool) -> Array:
     return lax_special.random_gamma_grad(a, sample)
 
 
+def _key_type_str(key: KeyArray) -> str:
+    """A key's type as JAX prints it in messages (``key<fry>[]{V:x}``)."""
+    if isinstance(key, PRNGKeyArray):
+        data = get_aval(key.base)
+        return f"{key.dtype.name}[{','.join(map(str, key.shape))}]{data.vma_str()}"
+    return get_aval(key).str_long()
+
+
+def _vary_like_key(fun: str, key: KeyArray, *args: Array) -> list[Array]:
+    """``args`` made to vary over the manual axes ``key`` varies over, inside a
+    ``shard_map`` body checked for varying axes (with ``auto_pcast`` on). A
+    key that varies over fewer axes than an argument is an error naming
+    ``fun``, as in JAX: making the key vary implicitly would reuse it on every
+    device, so the user must choose keys per device (or ``pcast`` the key)."""
+    if not (_vma.checking() and _vma.auto_pcast_on()):
+        return list(args)
+    key_type = get_aval(key.base if isinstance(key, PRNGKeyArray) else key)
+    out = []
+    for a in args:
+        arg_type = get_aval(a)
+        missing = key_type.vma - arg_type.vma
+        if missing:
+            a = _vma.pvary_p.bind(a, axes=order_axes(missing))
+            arg_type = get_aval(a)
+        if key_type.mat != arg_type.mat:
+            raise TypeError(
+                f"{fun} requires all arguments to have matching type. Got key type: "
+                f"{_key_type_str(key)} vs arg type: {arg_type}. Use lamina.lax.pcast(..., "
+                "to='varying') to make them match. If your key is less varying than arg, "
+                "watch out for key-reuse problems.")
+        out.append(a)
+    return out
+
+
 class _KeyedPrimitive(Primitive):
     """A primitive whose first operand is keys: bound with a typed key array it
     takes the key data and records the implementation as the ``impl`` param
@@ -922,6 +957,7 @@ def _gamma(key: KeyArray, a: Any, shape: tuple[int, ...] | None, dtype: np.dtype
     alpha = _util.convert(a, dtype)
     if a_shape != shape:
         alpha = _util.broadcast_to("lamina.random.gamma", alpha, shape)
+    (alpha,) = _vary_like_key("gamma", key, alpha)
     return random_gamma_p.bind(key, alpha, log_space=log_space)
 
 
@@ -950,6 +986,7 @@ def loggamma(key: KeyArray, a: Any, shape: Shape | None = None, dtype: Any = Non
 
 def _beta(key: KeyArray, a: Array, b: Array, shape: tuple[int, ...],
           dtype: np.dtype[Any]) -> Array:
+    a, b = _vary_like_key("lamina.random.beta", key, a, b)
     a = _util.broadcast_to("lamina.random.beta", _util.convert(a, dtype), shape)
     b = _util.broadcast_to("lamina.random.beta", _util.convert(b, dtype), shape)
     key_a, key_b = _split_keys(key, 2)

@@ -55,6 +55,7 @@ __all__ = [
     "broadcast_prefix",
     "debug_keystr",
     "default_registry",
+    "user_treedef",
     "dispatch_registry",
     "first_prefix_mismatch",
     "flatten_one_level",
@@ -674,6 +675,24 @@ transform_trees = Pytrees(registry)
 user_trees = Pytrees(default_registry)
 """The pytree functions users see (``lamina.tree_util``): nodes registered with
 :func:`register_transform_node` are leaves, as in JAX."""
+
+
+
+class _Slot:
+    """A leaf standing for any value while a structure is rebuilt."""
+
+    __slots__ = ()
+
+
+@functools.lru_cache(maxsize=256)
+def user_treedef(treedef: Any) -> Any:
+    """The structure users see (:data:`user_trees`) of values whose structure
+    for transformations is ``treedef``: each node registered with
+    :func:`register_transform_node` is one leaf there (``*``), as JAX shows
+    a key array in ``Lowered.in_tree``."""
+    slots = [_Slot()] * treedef.num_leaves
+    return user_trees.tree_structure(treedef.unflatten(slots))
+
 
 tree_flatten = transform_trees.tree_flatten
 tree_leaves = transform_trees.tree_leaves

@@ -25,6 +25,8 @@ from __future__ import annotations
 import functools
 import inspect
 import weakref
+
+import numpy as np
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, cast
 
@@ -38,6 +40,7 @@ from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import core
 from lamina_tracing_core.avals import ShapedArray, abstract_only_types
 from lamina_tracing_core.core import EvalTrace, Tracer
+from lamina_tracing_core.numpy.key_arrays import KeyDType, PRNGKeyArray, register_key_like
 
 from lamina_sharded_jit.arguments import aval_or_none, check_runnable, too_deep_arguments
 from lamina_sharded_jit.call_cache import CallCache, CallSignature
@@ -74,6 +77,14 @@ class ShapeDtypeStruct(tc_api.ShapeDtypeStruct):
 
     __slots__ = ("sharding",)
 
+    def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False,
+                sharding: Any = None) -> ShapeDtypeStruct:
+        # A key dtype makes the shape of key arrays (a user's leaf standing
+        # for key data to transformations), as JAX accepts it.
+        if cls is ShapeDtypeStruct and isinstance(dtype, KeyDType):
+            cls = KeysShapeDtypeStruct
+        return super().__new__(cls)
+
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False,
                  sharding: Any = None):
         super().__init__(shape, dtype, weak_type)
@@ -88,6 +99,30 @@ class ShapeDtypeStruct(tc_api.ShapeDtypeStruct):
 
 
 abstract_only_types.add(ShapeDtypeStruct)  # an aval without data, like its base
+
+
+class KeysShapeDtypeStruct(ShapeDtypeStruct):
+    """``ShapeDtypeStruct(shape, key_dtype)``: the shape of key arrays. A
+    function traced with one sees a key array over a struct of its key data;
+    ``eval_shape`` gives one for each key-array result, as JAX does."""
+
+    __slots__ = ()
+
+    @property
+    def data(self) -> ShapeDtypeStruct:
+        """The struct of the keys' data (``shape + key_shape``, ``uint32``)."""
+        return ShapeDtypeStruct(self.shape + self.dtype.key_shape, np.uint32,
+                                sharding=self.sharding)
+
+
+register_key_like(KeysShapeDtypeStruct, lambda s: s.data)
+
+
+def _struct_of(x: Any) -> Any:
+    """A key array over a struct of key data as a struct of keys, anything else as is."""
+    if isinstance(x, PRNGKeyArray) and isinstance(x.base, ShapeDtypeStruct):
+        return ShapeDtypeStruct(x.shape, x.dtype, sharding=x.base.sharding)
+    return x
 
 
 # --- the jitted function --------------------------------------------------------------------------
@@ -326,7 +361,7 @@ class Jitted:
         p = self._params(args, kwargs)
         structs = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type, none_if_unspecified(s))
                    for a, s in zip(p.jaxpr.out_avals, p.out_shardings)]
-        return tu.tree_unflatten(p.out_tree, structs)
+        return tu.user_trees.tree_map(_struct_of, tu.tree_unflatten(p.out_tree, structs))
 
     # -- cache management --------------------------------------------------------
     def clear_cache(self) -> None:
@@ -482,7 +517,8 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
         if return_shape:
             shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type)
                       for o in traced.flat_out_info]
-            return traced.jaxpr, tu.tree_unflatten(traced.out_tree, shapes)
+            return traced.jaxpr, tu.user_trees.tree_map(
+                _struct_of, tu.tree_unflatten(traced._out_tree, shapes))
         return traced.jaxpr
 
     make_jaxpr_f.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"

@@ -29,6 +29,7 @@ from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval, has_no_value
+from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
 from lamina_tracing_core.control_flow.common import structure_differences
 
 __all__ = ["arg_aval", "aval_or_none", "canonical_aval", "check_arg_types",
@@ -139,10 +140,11 @@ def _short(x: Any) -> str:
 # --- calling a compiled function with other arguments -------------------------------------
 def check_arg_types(infos: Sequence[ArgInfo], flat: Sequence[Any]) -> None:
     """Raises a ``TypeError`` listing every flat argument whose shape or
-    dtype differs from the one the program was compiled for, by name."""
+    dtype differs from the one the program was compiled for, by name (a key
+    array, with its ``ArgInfo`` typed ``key<fry>[...]``, by its key type)."""
     mismatches = []
     for i, (info, x) in enumerate(zip(infos, flat)):
-        aval = aval_or_none(x)
+        aval = x.key_type() if isinstance(x, PRNGKeyArray) else aval_or_none(x)
         if aval is None or aval.shape != info.aval.shape or aval.dtype != info.aval.dtype:
             name = info.name or f"#{i}"
             got = "an invalid array" if aval is None else \
@@ -157,14 +159,14 @@ def check_arg_types(infos: Sequence[ArgInfo], flat: Sequence[Any]) -> None:
 def structure_mismatch_message(expected_tree: Any, given: Any) -> str:
     """Names where a call's argument pytree differs from the compiled one."""
     expected = tu.tree_unflatten(expected_tree, [0] * expected_tree.num_leaves)
-    leafy = tu.tree_map(lambda _: 0, given)
+    leafy = tu.user_trees.tree_map(lambda _: 0, given)
     diffs = structure_differences(expected, leafy)
     lines = []
     for path, seen, now, why in diffs[:5]:
         where = _path_str(path)
         lines.append(f"    * at {where}, seen {seen} but now given {now}, so {why}")
     if not lines:
-        lines.append(f"    * compiled for {expected_tree}, called with {tu.tree_structure(given)}")
+        lines.append(f"    * compiled for {expected_tree}, called with {tu.user_trees.tree_structure(given)}")
     return ("Function compiled with input pytree does not match the input pytree it was "
             f"called with. There are {len(diffs) or 1} mismatches, including:\n"
             + "\n".join(lines))

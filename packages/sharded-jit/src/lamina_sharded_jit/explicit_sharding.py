@@ -32,7 +32,9 @@ from lamina_interpreters_pxla.sharding import (
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.api import ShapeDtypeStruct
 from lamina_tracing_core.mesh import AxisType, get_abstract_mesh, replicated
+from lamina_tracing_core.numpy.key_arrays import KeyDType, PRNGKeyArray
 
 from lamina_sharded_jit.sharding_constraint import with_sharding_constraint
 
@@ -44,8 +46,13 @@ def typeof(x: Any) -> ShapedArray:
     dtype, weak type, and its sharding over a mesh, as JAX shows it: split
     over the Explicit axes its type names, else replicated over the mesh of
     its own ``NamedSharding`` (an array) or the current abstract mesh (empty
-    outside ``set_mesh``)."""
-    aval = get_aval(x)
+    outside ``set_mesh``); a key array's dtype is ``key<fry>``, as in JAX."""
+    if isinstance(x, PRNGKeyArray):
+        aval = x.key_type()
+    elif isinstance(x, ShapeDtypeStruct) and isinstance(x.dtype, KeyDType):
+        aval = ShapedArray(x.shape, x.dtype)
+    else:
+        aval = get_aval(x)
     if aval.sharding is not None:
         return aval
     laid_out = x.sharding if type(x) is Array else None

@@ -85,7 +85,8 @@ class Exported:
         flat, tree = tu.tree_flatten((args, kwargs))
         if tree != self.in_tree:
             raise TypeError(f"exported {self.fun_name}: "
-                            + structure_mismatch_message(self.in_tree, (args, kwargs)))
+                            + structure_mismatch_message(tu.user_treedef(self.in_tree),
+                                                         (args, kwargs)))
         check_arg_types([ArgInfo(a, d, n) for a, d, n in
                           zip(self.in_avals, self.donated, self.arg_names)], flat)
         executable = self._executable()
@@ -167,7 +168,7 @@ def exported_from_lowered(lowered: Any) -> Exported:
         in_sh[pos] = _hlo_str(spec)
     flat_args = lowered.flat_args_info
     return Exported(
-        fun_name=program.fun_name, in_tree=lowered.in_tree, out_tree=lowered.out_tree,
+        fun_name=program.fun_name, in_tree=lowered._in_tree, out_tree=lowered._out_tree,
         in_avals=tuple(a.aval for a in flat_args), out_avals=tuple(lowering.out_avals),
         arg_names=tuple(a.name for a in flat_args), result_names=tuple(lowering.result_names),
         in_shardings_hlo=tuple(in_sh),

@@ -33,6 +33,7 @@ from lamina_interpreters_pxla.stages import (ArgInfo, Compiled, Lowered, OutInfo
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.core import Tracer
+from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray, key_type
 
 from lamina_sharded_jit.arguments import check_arg_types, structure_mismatch_message
 from lamina_sharded_jit.execution import (
@@ -55,14 +56,15 @@ class _ArgsInfoAsPytree:
     """``args_info``/``out_info`` as pytrees, as JAX shows them; the runtime's
     stage classes store flat tuples, kept here as ``flat_args_info``/``flat_out_info``."""
 
-    in_tree: Any
-    out_tree: Any
+    _in_tree: Any
+    _out_tree: Any
     flat_args_info: tuple[ArgInfo, ...]
     flat_out_info: tuple[OutInfo, ...]
 
     @property
     def args_info(self) -> Any:
-        return tu.tree_unflatten(self.in_tree, self.flat_args_info)
+        return tu.user_trees.tree_map(_key_info,
+                                      tu.tree_unflatten(self._in_tree, self.flat_args_info))
 
     @args_info.setter
     def args_info(self, value: Sequence[ArgInfo]) -> None:
@@ -70,11 +72,21 @@ class _ArgsInfoAsPytree:
 
     @property
     def out_info(self) -> Any:
-        return tu.tree_unflatten(self.out_tree, self.flat_out_info)
+        return tu.user_trees.tree_map(_key_info,
+                                      tu.tree_unflatten(self._out_tree, self.flat_out_info))
 
     @out_info.setter
     def out_info(self, value: Sequence[OutInfo]) -> None:
         self.flat_out_info = tuple(value)
+
+
+def _key_info(x: Any) -> Any:
+    """A key array over its data's ``ArgInfo``/``OutInfo`` as the keys' own
+    (typed ``key<fry>[...]``, as JAX shows it); anything else as is."""
+    if isinstance(x, PRNGKeyArray):
+        info = x.base
+        return dataclasses.replace(info, aval=key_type(x.impl, info.aval))
+    return x
 
 
 #: XLA compiler options by name, as ``Lowered.compile`` takes them.
@@ -141,7 +153,7 @@ class JitLowered(_ArgsInfoAsPytree, Lowered):
         lowering = program.lowering
         super().__init__(
             lowering, fun_name=program.fun_name, jaxpr=traced._p.jaxpr,
-            platforms=program.platforms, in_tree=traced.in_tree, out_tree=traced.out_tree,
+            platforms=program.platforms, in_tree=traced._in_tree, out_tree=traced._out_tree,
             args_info=traced.flat_args_info, out_info=traced.flat_out_info,
             devices=program.devices, in_shardings=list(program.in_shardings),
             out_shardings=list(program.out_shardings))
@@ -195,17 +207,19 @@ class JitCompiled(_ArgsInfoAsPytree, Compiled):
     def __init__(self, compiled: CompiledProgram, traced: JitTraced):
         self.program = compiled
         self._traced = traced
-        super().__init__(compiled.executable, in_tree=traced.in_tree, out_tree=traced.out_tree,
+        super().__init__(compiled.executable, in_tree=traced._in_tree, out_tree=traced._out_tree,
                          args_info=traced.flat_args_info, fun_name=traced.fun_name)
         self.flat_out_info = traced.flat_out_info
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Compared as users see them: keys match a struct of keys they were lowered for.
         flat, tree = tu.tree_flatten((args, kwargs))
-        if tree != self.in_tree:
+        if tu.user_treedef(tree) != self.in_tree:
             raise TypeError(structure_mismatch_message(self.in_tree, (args, kwargs)))
         self._check_no_tracers(flat)
-        check_arg_types(self.flat_args_info, flat)
-        return tu.tree_unflatten(self.out_tree, self.executable.call(*flat))
+        check_arg_types(tu.user_trees.tree_leaves(self.args_info),
+                        tu.user_trees.tree_leaves((args, kwargs)))
+        return tu.tree_unflatten(self._out_tree, self.executable.call(*flat))
 
     def _check_no_tracers(self, flat: Sequence[Any]) -> None:
         """A compiled program runs only on concrete arguments (JAX's wording,

@@ -86,7 +86,8 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        # A key dtype stays itself (``ShapeDtypeStruct((3,), key.dtype)``, as in JAX).
+        self.dtype = dtype if getattr(dtype, "lamina_extended_dtype", False) else np.dtype(dtype)
         self.weak_type = weak_type
 
     @property

@@ -101,7 +101,11 @@ class ShapedArray:
             normal = _normal_shapes.get(shape)
         except TypeError:  # a list
             normal = None
-        self.dtype: np.dtype[Any] = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        # An extended dtype (a key dtype) is kept as it is: such avals are the
+        # types users see of key arrays (``typeof``, ``args_info``), never traced.
+        self.dtype: np.dtype[Any] = (dtype if isinstance(dtype, np.dtype)
+                                     or getattr(dtype, "lamina_extended_dtype", False)
+                                     else np.dtype(dtype))
         if normal is None:
             normal = _normal_shape(shape, self.dtype)
         self.shape: tuple[int, ...] = normal

@@ -41,9 +41,10 @@ from lamina_linear_util import tree_util as tu
 from lamina_linear_util.debug_info import TracingDebugInfo
 from lamina_linear_util.errors import StoreError
 from lamina_linear_util.linear_util import WrappedFun, transformation_with_aux, wrap_init
-from lamina_tracing_core import core
+from lamina_tracing_core import core, dtypes
 from lamina_tracing_core import partial_eval as pe
-from lamina_tracing_core.ad_util import (Zero, add_tangents, node_tangents_flat, tangent_aval,
+from lamina_tracing_core.ad_util import (Zero, add_tangents, is_transform_node,
+                                         node_tangents_flat, tangent_aval, user_tangents,
                                          zeros_like_aval)
 from lamina_tracing_core.avals import ShapedArray, get_aval, is_array_like
 from lamina_tracing_core.control_flow.common import eval_closed, long_type_str, typematch
@@ -387,7 +388,8 @@ def _flatten_jvp(inner: Callable[..., Any], store: Any, primal_name: str, jvp_na
     returns against the primal function's output."""
     n = len(args) // 2
     py_primals = tu.tree_unflatten(in_tree, args[:n])
-    py_tangents = tu.tree_unflatten(in_tree, args[n:])
+    # A key array's tangent is one float0 array of its shape, as JAX gives it.
+    py_tangents = user_tangents(tu.tree_unflatten(in_tree, args[n:]))
     pair = inner(py_primals, py_tangents)
     if not isinstance(pair, (list, tuple)) or len(pair) != 2:
         raise TypeError(f"Custom JVP rule {jvp_name} for function {primal_name} must produce a "
@@ -395,6 +397,8 @@ def _flatten_jvp(inner: Callable[..., Any], store: Any, primal_name: str, jvp_na
                         f"outputs, but got {pair}.")
     primals_out, out_tree = tu.tree_flatten(pair[0])
     tangents_out, out_tree2 = tu.tree_flatten(pair[1])
+    if out_tree != out_tree2 and (expanded := node_tangents_flat(pair[0], pair[1])) is not None:
+        tangents_out, out_tree2 = expanded, out_tree
     if out_tree != out_tree2:
         raise TypeError(f"Custom JVP rule {jvp_name} for function {primal_name} must produce "
                         f"primal and tangent outputs with equal container (pytree) structures, "
@@ -606,11 +610,27 @@ def _flatten_fwd(inner: Callable[..., Any], store: Any, symbolic_zeros: bool, pr
 
 def _node_cotangents(ct: Any, tree: Any, avals: Sequence[ShapedArray]) -> list[Any] | None:
     """``ct`` flattened as the argument of structure ``tree`` and flat types
-    ``avals``, when ``ct`` gives a key array (a transformation-only node) a
-    float0 cotangent of its shape, as JAX's bwd rules do; else None."""
+    ``avals``, when it has the argument's structure as users see it (a key
+    array, a transformation-only node, one leaf): whatever it gives a key
+    array stands for no cotangent (``None`` for each of the key's data), as
+    JAX drops the cotangent of an input whose cotangent type is float0
+    without looking at it; else None."""
     # stand-ins of the argument's shapes: broadcast views, no memory
     like = tree.unflatten([np.broadcast_to(np.zeros((), a.dtype), a.shape) for a in avals])
-    return node_tangents_flat(like, ct)
+    primal_leaves, user_tree = tu.user_trees.tree_flatten(like)
+    try:
+        ct_leaves = user_tree.flatten_up_to(ct)
+    except (ValueError, TypeError):
+        return None
+    flat: list[Any] = []
+    for p, c in zip(primal_leaves, ct_leaves):
+        if is_transform_node(p):
+            if not tu.treedef_is_leaf(tu.user_trees.tree_structure(c)):
+                return None  # a container for a key: the structure error
+            flat += [None] * len(tu.tree_leaves(p))
+        else:
+            flat += tu.tree_leaves(c)
+    return flat if len(flat) == len(avals) else None
 
 
 def _flatten_bwd(bwd: Callable[..., Any], in_tree: Any, in_avals: Sequence[ShapedArray],
@@ -647,16 +667,17 @@ def _flatten_bwd(bwd: Callable[..., Any], in_tree: Any, in_avals: Sequence[Shape
                 raise TypeError(
                     f"Custom VJP bwd rule {bwd_name} must produce an output with the same "
                     f"container (pytree) structure as the args tuple of the primal function, "
-                    f"but at output[{i}] it produced {ct_tree} for an argument of structure "
-                    f"{sub}.")
+                    f"but at output[{i}] it produced {tu.user_trees.tree_structure(ct)} for an "
+                    f"argument of structure {tu.user_treedef(sub)}.")
             flat += leaves
         paths = [tu.keystr(p) for p, _ in tu.tree_flatten_with_path(
             tu.tree_unflatten(in_tree, list(range(len(in_avals)))))[0]]
         results = []
         for path, a, ct in zip(paths, in_avals, flat):
             want = tangent_aval(a)
-            if ct is None or type(ct) is Zero:
-                results.append(zeros_like_aval(want) if ct is None else ct)
+            if ct is None or type(ct) is Zero or want.dtype == dtypes.float0:
+                # JAX ignores what a rule gives an input whose cotangent type is float0
+                results.append(ct if type(ct) is Zero else zeros_like_aval(want))
                 continue
             got = get_aval(ct)
             if not typematch(want, got):

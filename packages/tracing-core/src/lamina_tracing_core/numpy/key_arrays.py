@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 from lamina_linear_util.tree_util import register_transform_node
 from lamina_tracing_core import lax
-from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core.avals import ShapedArray, get_aval
 
 __all__ = ["IMPLS", "KeyDType", "PRNGImpl", "PRNGKeyArray", "extended", "is_key_array",
-           "key_arrays_of", "logical_axis", "prng_key", "resolve_impl"]
+           "key_arrays_of", "key_type", "logical_axis", "prng_key", "register_key_like",
+           "resolve_impl"]
 
 
 class extended(np.generic):  # noqa: N801 - JAX's name
@@ -174,6 +175,11 @@ class PRNGKeyArray:
     def size(self) -> int:
         return math.prod(self.shape)
 
+    def key_type(self) -> ShapedArray:
+        """The keys' type as users see it (``typeof``): ``ShapedArray(key<fry>[3])``.
+        (Not ``aval``: that would make a key array an array to ``get_aval``.)"""
+        return key_type(self._impl, get_aval(self._base))
+
     def with_data(self, base: Any) -> PRNGKeyArray:
         """Keys of this implementation over other key data."""
         return PRNGKeyArray(base, self._impl)
@@ -291,6 +297,13 @@ def physical_index(index: Any, ndim: int, impl: PRNGImpl) -> tuple[Any, ...]:
     return (*items, *(slice(None),) * len(impl.key_shape))
 
 
+def key_type(impl: PRNGImpl, data: ShapedArray) -> ShapedArray:
+    """The type users see (``key<fry>[3]``, its varying manual axes included)
+    of keys of ``impl`` whose key data has the type ``data``."""
+    shape = data.shape[:len(data.shape) - len(impl.key_shape)]
+    return ShapedArray(shape, KeyDType(impl), vma=data.vma_order, sharding=data.sharding)
+
+
 def is_key_array(x: Any) -> bool:
     return isinstance(x, PRNGKeyArray)
 
@@ -344,3 +357,14 @@ def _unflatten_keys(impl: PRNGImpl, children: Any) -> PRNGKeyArray:
 
 # A leaf to users (as in JAX), its data to transformations.
 register_transform_node(PRNGKeyArray, _flatten_keys, _unflatten_keys, _flatten_keys_with_keys)
+
+
+def register_key_like(nodetype: type[Any], data_of: Any) -> None:
+    """Make ``nodetype`` (a value with a key ``dtype`` that stands for key
+    arrays, such as a ``ShapeDtypeStruct`` of keys) a leaf to users and, to
+    transformations, a node whose one child is ``data_of(x)`` (what stands for
+    the key data) and which rebuilds as a :class:`PRNGKeyArray` over it: a
+    function given such a value sees key arrays."""
+    register_transform_node(
+        nodetype, lambda x: ((data_of(x),), x.dtype.impl), _unflatten_keys,
+        lambda x: (((_KEY_DATA, data_of(x)),), x.dtype.impl))
