@@ -116,7 +116,7 @@ def to_inexact_dtype(dtype: Any) -> np.dtype[Any]:
     """The inexact dtype ``dtype`` computes in where a function needs one:
     inexact dtypes unchanged, 64-bit integers the default float, narrower
     integers and bool float32 (as JAX 0.10.2, x64 on or off)."""
-    dt = np.dtype(dtype)
+    dt: np.dtype[Any] = np.dtype(dtype)
     if is_inexact(dt):
         return dt
     if dt in (int64, uint64):
