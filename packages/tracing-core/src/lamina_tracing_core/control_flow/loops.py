@@ -31,7 +31,7 @@ import numpy as np
 
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.debug_info import TracingDebugInfo
-from lamina_tracing_core import ad, batching, core, dtypes
+from lamina_tracing_core import ad, api, batching, core, dtypes
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core import names as _names
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
@@ -233,7 +233,7 @@ def _while_impl(*args: Any, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
 
 while_p.def_abstract_eval(_while_abstract_eval)
 while_p.def_effects(_while_effects)
-while_p.def_impl(_while_impl)
+while_p.def_impl(api.compiled_impl_when_eager(while_p, _while_impl))
 
 
 # --- JVP ------------------------------------------------------------------------------------------

@@ -266,8 +266,9 @@ def _stack(values: Sequence[Any], aval: ShapedArray, length: int) -> Any:
 
 def _scan_impl(*args: Any, reverse: bool, length: int, jaxpr: ClosedJaxpr, num_consts: int,
                num_carry: int, unroll: int) -> list[Any]:
-    """Eager evaluation: a Python loop evaluating the body (the runtime may
-    register a compiled implementation instead)."""
+    """Evaluation by a Python loop over the body: eager scans use it only
+    before the jit layer installs its compiler (then each runs as one
+    compiled program, ``api.compiled_impl_when_eager``)."""
     consts, carry, xs = split_list(args, [num_consts, num_carry])
     ys_per_step: list[list[Any]] = []
     steps = range(length - 1, -1, -1) if reverse else range(length)
@@ -296,7 +297,7 @@ def _zero_trip_carry(jaxpr: ClosedJaxpr, num_consts: int, carry: Sequence[Any]) 
     return out
 
 
-scan_p.def_impl(_scan_impl)
+scan_p.def_impl(api.compiled_impl_when_eager(scan_p, _scan_impl))
 
 
 # --- JVP -----------------------------------------------------------------------------------------
