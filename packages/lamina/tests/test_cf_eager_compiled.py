@@ -91,3 +91,14 @@ def test_nan_inside_an_eager_scan_is_reported() -> None:
             lax.scan(lambda c, x: (jnp.log(c - x), None), jnp.float32(1), jnp.arange(3.0))
     finally:
         lamina.config.update("jax_debug_nans", False)
+
+
+def test_disable_jit_runs_the_loop_in_python() -> None:
+    def loss(w: Any) -> Any:
+        return lax.scan(lambda c, x: (c * w + x, c), 1.0, jnp.arange(3.0))[0]
+
+    with lamina.disable_jit():
+        assert float(lax.scan(lambda c, x: (c + x, c), 0.0, jnp.arange(3.0))[0]) == 3.0
+        assert int(lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0)) == 3
+        assert float(lax.cond(True, lambda x: x + 1, lambda x: x, 1.0)) == 2.0
+        assert float(lamina.grad(loss)(2.0)) == 13.0

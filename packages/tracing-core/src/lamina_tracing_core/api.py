@@ -114,6 +114,10 @@ def compiled_impl_when_eager(prim: Primitive, python_impl: Callable[..., Any]
     dispatches an eager control-flow primitive), its params static; before a
     compiler is installed, ``python_impl`` evaluates it in Python."""
     def bind(static: _StaticParams, *args: Any) -> Any:
+        if core._state.dynamic.trace_type is core.EvalTrace:
+            # Not traced: jit is disabled (``disable_jit``), so the loop runs
+            # in Python, as JAX's does then.
+            return python_impl(*args, **static.params)
         return prim.bind(*args, **static.params)
 
     # The program's name in logs and name stacks (``jit(scan)``), as JAX's.
