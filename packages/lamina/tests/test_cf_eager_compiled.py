@@ -102,3 +102,12 @@ def test_disable_jit_runs_the_loop_in_python() -> None:
         assert int(lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0)) == 3
         assert float(lax.cond(True, lambda x: x + 1, lambda x: x, 1.0)) == 2.0
         assert float(lamina.grad(loss)(2.0)) == 13.0
+
+
+def test_a_carry_passed_through_comes_back_as_given() -> None:
+    # JAX 0.10.2 returns a loop-invariant carry as given, whatever the trip count.
+    for trips in (0, 3):
+        out = lax.fori_loop(0, trips, lambda i, c: (c[0] + 1, c[1]), (1.0, 2))
+        assert isinstance(out[0], lamina.Array) and type(out[1]) is int
+    carry, _ = lax.scan(lambda c, x: ((c[0] + 1, c[1]), None), (1.0, 2), None, length=3)
+    assert float(carry[0]) == 4.0 and type(carry[1]) is int

@@ -44,6 +44,7 @@ from lamina_tracing_core.ad_util import (
 )
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
+    keep_passed_through_carries,
     as_array,
     body_debug_info,
     carry_type_error,
@@ -297,7 +298,18 @@ def _zero_trip_carry(jaxpr: ClosedJaxpr, num_consts: int, carry: Sequence[Any]) 
     return out
 
 
-scan_p.def_impl(api.compiled_impl_when_eager(scan_p, _scan_impl))
+_scan_compiled = api.compiled_impl_when_eager(scan_p, _scan_impl)
+
+
+def _scan_eager(*args: Any, **params: Any) -> list[Any]:
+    """An eager scan: one compiled program (or a Python loop before a compiler is installed)."""
+    n_consts, n_carry = params["num_consts"], params["num_carry"]
+    return keep_passed_through_carries(_scan_compiled(*args, **params),
+                                       args[n_consts:n_consts + n_carry], params["jaxpr"],
+                                       n_consts)
+
+
+scan_p.def_impl(_scan_eager)
 
 
 # --- JVP -----------------------------------------------------------------------------------------
