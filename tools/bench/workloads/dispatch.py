@@ -74,6 +74,27 @@ def eager_add1(a: Adapter) -> Bench:
     return Bench(run=lambda: (x + 1).block_until_ready())
 
 
+SCAN_STEPS = 1_000
+
+
+@workload(
+    "eager_scan_1000",
+    area="eager",
+    goal=EAGER,
+    description="eager lax.scan of 1,000 steps (one compiled program, as JAX dispatches it)",
+)
+def eager_scan_1000(a: Adapter) -> Bench:
+    import numpy as np
+
+    def step(c: Any, x: Any) -> Any:
+        c = c * 1.0001 + a.np_api.sin(x)
+        return c, c * 2
+
+    xs = a.api.device_put(np.arange(SCAN_STEPS, dtype=np.float32))
+    c0 = a.api.device_put(np.ones(3, np.float32))
+    return Bench(run=lambda: block_leaves(a.lax.scan(step, c0, xs)))
+
+
 def _device_put_workload(count: int) -> None:
     @workload(
         f"device_put_{count}",

@@ -33,12 +33,13 @@ from lamina_tracing_core.avals import (
     get_aval,
 )
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr
+from lamina_tracing_core.primitives import Primitive
 from lamina_tracing_core.lax.common import const
 from lamina_tracing_core.lax import convert, structural, elementwise
 from lamina_linear_util.debug_info import TracingDebugInfo
 
 __all__ = [
-    "ShapeDtypeStruct", "compiled_when_eager", "eval_jaxpr", "grad", "set_eager_compiler", "hessian", "jacfwd", "jacrev", "jvp",
+    "ShapeDtypeStruct", "compiled_impl_when_eager", "compiled_when_eager", "eval_jaxpr", "grad", "set_eager_compiler", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "make_jaxpr", "value_and_grad", "vjp", "vmap",
 ]
 
@@ -76,6 +77,60 @@ def compiled_when_eager(fun: Callable[..., Any], static_argnums: tuple[int, ...]
         return compiled[0](*args)
 
     return run
+
+
+class _StaticParams:
+    """A primitive's params as one static argument of its compiled eager
+    program: equal when every value is the same (jaxprs by identity)."""
+
+    __slots__ = ("params", "_key")
+
+    def __init__(self, params: dict[str, Any]):
+        self.params = params
+        self._key = tuple((k, _by_identity(v)) for k, v in params.items())
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _StaticParams) and self._key == other._key
+
+
+def _by_identity(value: Any) -> Any:
+    """``value`` as a hashable key: unhashable values by identity (the params
+    object keeps them alive)."""
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_by_identity(v) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return value
+
+
+def compiled_impl_when_eager(prim: Primitive, python_impl: Callable[..., Any]
+                             ) -> Callable[..., Any]:
+    """An impl rule for ``prim`` that runs it as one compiled program (as JAX
+    dispatches an eager control-flow primitive), its params static; before a
+    compiler is installed, ``python_impl`` evaluates it in Python."""
+    def bind(static: _StaticParams, *args: Any) -> Any:
+        if core._state.dynamic.trace_type is core.EvalTrace:
+            # Not traced: jit is disabled (``disable_jit``), so the loop runs
+            # in Python, as JAX's does then.
+            return python_impl(*args, **static.params)
+        return prim.bind(*args, **static.params)
+
+    # The program's name in logs and name stacks (``jit(scan)``), as JAX's.
+    bind.__name__ = bind.__qualname__ = prim.name
+    run = compiled_when_eager(bind, static_argnums=(0,))
+
+    def impl(*args: Any, **params: Any) -> Any:
+        if _eager_compiler is None:
+            return python_impl(*args, **params)
+        return run(_StaticParams(params), *args)
+
+    impl.__name__ = f"{prim.name}_impl"
+    return impl
 
 
 class ShapeDtypeStruct:

@@ -103,6 +103,27 @@ def default_complex_dtype() -> np.dtype[Any]:
     return complex128 if x64_state.enabled else complex64
 
 
+#: The float an integer or boolean computes in where a function needs an
+#: inexact dtype (JAX 0.10.2): every integer narrower than 64 bits and bool
+#: take float32 even under x64, so ``sin`` of an int32 array stays single
+#: precision; 2-bit integers have no such float and stay as they are.
+_INEXACT_OF_NARROW: dict[np.dtype[Any], np.dtype[Any]] = {
+    dt: float32 for dt in (bool_, int8, int16, int32, uint8, uint16, uint32,
+                           np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4))}
+
+
+def to_inexact_dtype(dtype: Any) -> np.dtype[Any]:
+    """The inexact dtype ``dtype`` computes in where a function needs one:
+    inexact dtypes unchanged, 64-bit integers the default float, narrower
+    integers and bool float32 (as JAX 0.10.2, x64 on or off)."""
+    dt: np.dtype[Any] = np.dtype(dtype)
+    if is_inexact(dt):
+        return dt
+    if dt in (int64, uint64):
+        return default_float_dtype()
+    return _INEXACT_OF_NARROW.get(dt, dt)
+
+
 def python_scalar_for(dtype: np.dtype[Any]) -> type | None:
     """The Python scalar type whose weak aval has ``dtype`` (if any)."""
     if dtype == default_int_dtype():

@@ -174,6 +174,19 @@ def as_array(value: Any, aval: ShapedArray) -> Any:
                                        sharding=None)
 
 
+def keep_passed_through_carries(outs: Sequence[Any], carry: Sequence[Any], body: ClosedJaxpr,
+                                num_consts: int) -> list[Any]:
+    """The results of an eager loop, each carry its body passes through
+    unchanged being the value given (a Python scalar stays one), as JAX's
+    loops return them."""
+    invars, outvars = body.jaxpr.invars, body.jaxpr.outvars
+    kept = list(outs)
+    for i, value in enumerate(carry):
+        if outvars[i] is invars[num_consts + i]:
+            kept[i] = value
+    return kept
+
+
 def eval_closed(jaxpr: ClosedJaxpr, *args: Any) -> list[Any]:
     """Evaluates ``jaxpr`` on ``args`` under the current transformations."""
     return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from lamina_linear_util import tree_util as tu
-from lamina_tracing_core import ad, batching, core
+from lamina_tracing_core import ad, api, batching, core
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval, zeros_like_aval
 from lamina_tracing_core.avals import ShapedArray, get_aval
@@ -199,7 +199,7 @@ def _cond_impl(index: Any, *args: Any, branches: Sequence[ClosedJaxpr]) -> list[
     return [as_array(out, aval) for out, aval in zip(outs, branches[i].out_avals)]
 
 
-cond_p.def_impl(_cond_impl)
+cond_p.def_impl(api.compiled_impl_when_eager(cond_p, _cond_impl))
 
 
 # --- JVP ---------------------------------------------------------------------------------------

@@ -31,13 +31,14 @@ import numpy as np
 
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.debug_info import TracingDebugInfo
-from lamina_tracing_core import ad, batching, core, dtypes
+from lamina_tracing_core import ad, api, batching, core, dtypes
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core import names as _names
 from lamina_tracing_core.ad_util import Zero, instantiate_zeros, tangent_aval
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
     add_unused_invars,
+    keep_passed_through_carries,
     body_debug_info,
     carry_type_error,
     eval_closed,
@@ -233,7 +234,18 @@ def _while_impl(*args: Any, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr,
 
 while_p.def_abstract_eval(_while_abstract_eval)
 while_p.def_effects(_while_effects)
-while_p.def_impl(_while_impl)
+_while_compiled = api.compiled_impl_when_eager(while_p, _while_impl)
+
+
+def _while_eager(*args: Any, **params: Any) -> list[Any]:
+    """An eager while loop: one compiled program (or a Python loop before a
+    compiler is installed)."""
+    n_consts = params["cond_nconsts"] + params["body_nconsts"]
+    return keep_passed_through_carries(_while_compiled(*args, **params), args[n_consts:],
+                                       params["body_jaxpr"], params["body_nconsts"])
+
+
+while_p.def_impl(_while_eager)
 
 
 # --- JVP ------------------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from lamina_tracing_core.ad_util import (
 )
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import (
+    keep_passed_through_carries,
     as_array,
     body_debug_info,
     carry_type_error,
@@ -266,8 +267,9 @@ def _stack(values: Sequence[Any], aval: ShapedArray, length: int) -> Any:
 
 def _scan_impl(*args: Any, reverse: bool, length: int, jaxpr: ClosedJaxpr, num_consts: int,
                num_carry: int, unroll: int) -> list[Any]:
-    """Eager evaluation: a Python loop evaluating the body (the runtime may
-    register a compiled implementation instead)."""
+    """Evaluation by a Python loop over the body: eager scans use it only
+    before the jit layer installs its compiler (then each runs as one
+    compiled program, ``api.compiled_impl_when_eager``)."""
     consts, carry, xs = split_list(args, [num_consts, num_carry])
     ys_per_step: list[list[Any]] = []
     steps = range(length - 1, -1, -1) if reverse else range(length)
@@ -296,7 +298,18 @@ def _zero_trip_carry(jaxpr: ClosedJaxpr, num_consts: int, carry: Sequence[Any]) 
     return out
 
 
-scan_p.def_impl(_scan_impl)
+_scan_compiled = api.compiled_impl_when_eager(scan_p, _scan_impl)
+
+
+def _scan_eager(*args: Any, **params: Any) -> list[Any]:
+    """An eager scan: one compiled program (or a Python loop before a compiler is installed)."""
+    n_consts, n_carry = params["num_consts"], params["num_carry"]
+    return keep_passed_through_carries(_scan_compiled(*args, **params),
+                                       args[n_consts:n_consts + n_carry], params["jaxpr"],
+                                       n_consts)
+
+
+scan_p.def_impl(_scan_eager)
 
 
 # --- JVP -----------------------------------------------------------------------------------------

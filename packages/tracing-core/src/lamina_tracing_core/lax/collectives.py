@@ -159,7 +159,7 @@ def _divide_by_count(total: Any, n: int) -> Any:
     """``total / n`` as ``jnp.true_divide`` gives it: integers and booleans
     become the default float type; the weak type is kept."""
     aval = get_aval(total)
-    dtype = aval.dtype if aval.dtype in common.INEXACT else dtypes.default_float_dtype()
+    dtype = dtypes.to_inexact_dtype(aval.dtype)
     total = convert.convert_element_type_internal(total, dtype, aval.weak_type)
     return ew.div(total, convert.convert_element_type_internal(n, dtype, aval.weak_type))
 

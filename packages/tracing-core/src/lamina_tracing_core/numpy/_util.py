@@ -197,21 +197,15 @@ def promote_dtypes(fun: str, *args: Any) -> list[ArrayLike]:
     return [convert_element_type_internal(x, dtype, weak) for x in ops]
 
 
-def _inexact_of(dtype: DType) -> DType:
-    """The floating dtype an integer/bool computes in (float16 stays float16)."""
-    if dtypes.is_inexact(dtype):
-        return dtype
-    return dtypes.default_float_dtype()
-
-
 def promote_dtypes_inexact(fun: str, *args: Any) -> list[ArrayLike]:
-    """Promotion, then integers and bools to the default float (weakness kept)."""
+    """Promotion, then integers and bools to their inexact dtype (``dtypes.to_inexact_dtype``;
+    weakness kept)."""
     ops = operands(fun, *args)
     if ops:
         dtype, weak = dtypes.result_type(*ops, return_weak_type_flag=True)
     else:
         dtype, weak = dtypes.default_float_dtype(), False
-    new = _inexact_of(dtype)
+    new = dtypes.to_inexact_dtype(dtype)
     return [convert_element_type_internal(x, new, weak) for x in ops]
 
 

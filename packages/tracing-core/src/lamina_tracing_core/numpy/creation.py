@@ -247,10 +247,6 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     return out
 
 
-def _float_computation_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
-    return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
-
-
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
     """``num`` evenly spaced values from ``start`` to ``stop`` (array bounds
@@ -265,8 +261,8 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 def _linspace(start: Any, stop: Any, num: int, endpoint: bool, retstep: bool,
               user_dt: np.dtype[Any] | None, axis: int) -> Any:
     lo, hi = _util.promote_dtypes("linspace", start, stop)
-    out_dt = user_dt or _float_computation_dtype(dtypes.result_type(lo, hi))
-    comp = _float_computation_dtype(out_dt)
+    out_dt = user_dt or dtypes.to_inexact_dtype(dtypes.result_type(lo, hi))
+    comp = dtypes.to_inexact_dtype(out_dt)
     lo, hi = _util.convert(lo, comp), _util.convert(hi, comp)
     bounds = _util.broadcast_shapes("linspace", _util.shape_of(lo), _util.shape_of(hi))
     lo, hi = _util.broadcast_to("linspace", lo, bounds), _util.broadcast_to("linspace", hi, bounds)
@@ -315,8 +311,8 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
 def _logspace(start: Any, stop: Any, num: int, endpoint: bool, base: Any,
               user_dt: np.dtype[Any] | None, axis: int) -> Array:
     lo, hi = _util.promote_dtypes("logspace", start, stop)
-    out_dt = user_dt or _float_computation_dtype(dtypes.result_type(lo, hi))
-    comp = _float_computation_dtype(out_dt)
+    out_dt = user_dt or dtypes.to_inexact_dtype(dtypes.result_type(lo, hi))
+    comp = dtypes.to_inexact_dtype(out_dt)
     exponents = linspace(lo, hi, num, endpoint=endpoint, dtype=comp, axis=axis)
     b = _util.convert(base, comp)
     b = lax.expand_dims(b, (axis,)) if _util.ndim_of(b) else b

@@ -116,8 +116,10 @@ def sort_complex(a: ArrayLike) -> Array:
     out = lax.sort(x, dimension=_util.ndim_of(x) - 1) if _util.ndim_of(x) else x
     if dtypes.is_complex(dt):
         return out
-    target = np.complex128 if dt == np.float64 or dt == np.int64 else np.complex64
-    return lax.convert_element_type(out, np.dtype(target))
+    # float16 and bfloat16 have no complex kind: complex64, as JAX.
+    real = dtypes.to_inexact_dtype(dt)
+    target = dtypes.complex128 if real == dtypes.float64 else dtypes.complex64
+    return lax.convert_element_type(out, target)
 
 
 def trim_zeros(filt: ArrayLike, trim: str = "fb", axis: Any = None) -> Array:

@@ -27,7 +27,7 @@ from lamina_tracing_core.numpy.sorting import bincount, searchsorted
 
 def _inexact_dtype(x: Any) -> np.dtype[Any]:
     dt = get_aval(x).dtype
-    return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+    return dtypes.to_inexact_dtype(dt)
 
 
 def histogram_bin_edges(a: ArrayLike, bins: ArrayLike = 10,

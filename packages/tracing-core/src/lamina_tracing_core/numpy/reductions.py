@@ -203,10 +203,6 @@ def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Ar
 
 
 # --- statistics ---------------------------------------------------------------------------
-def _inexact(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
-
-
 def _count(fun: str, x: Any, axis: Axis, where: Any, dtype: np.dtype[Any],
            keepdims: bool) -> Any:
     """How many elements each reduction over ``axis`` sees, as ``dtype``."""
@@ -238,7 +234,7 @@ def mean(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
 
 
 def _mean(x: Any, axis: Axis, dtype: Any, keepdims: bool, where: Any) -> Array:
-    wanted = dtype or _inexact(get_aval(x).dtype)
+    wanted = dtype or dtypes.to_inexact_dtype(get_aval(x).dtype)
     compute = _upcast_small_float(wanted)
     total = sum(x, axis=axis, dtype=compute, keepdims=keepdims, where=where)
     count = _count("mean", x, axis, where, compute, keepdims)
@@ -253,14 +249,14 @@ def _var_dtypes(fun: str, x: Any, dtype: Any) -> tuple[np.dtype[Any], np.dtype[A
     given = _util.user_dtype(fun, dtype)
     a_dtype = get_aval(x).dtype
     if given is None:
-        result = _inexact(a_dtype)
+        result = dtypes.to_inexact_dtype(a_dtype)
         if dtypes.is_complex(result):
             result = lax.common.real_dtype(result)
-        compute = _upcast_small_float(_inexact(a_dtype))
+        compute = _upcast_small_float(dtypes.to_inexact_dtype(a_dtype))
     else:
         result = given
-        compute = _upcast_small_float(dtypes.promote_types(_inexact(a_dtype), given)
-                                      if dtypes.is_inexact(given) else _inexact(a_dtype))
+        compute = _upcast_small_float(dtypes.promote_types(dtypes.to_inexact_dtype(a_dtype), given)
+                                      if dtypes.is_inexact(given) else dtypes.to_inexact_dtype(a_dtype))
     return compute, result
 
 
@@ -456,7 +452,7 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None
     """``mean`` of the non-NaN elements."""
     _util.check_out("nanmean", out)
     x = _util.operand("nanmean", a, "a")
-    wanted = _util.user_dtype("nanmean", dtype) or _inexact(get_aval(x).dtype)
+    wanted = _util.user_dtype("nanmean", dtype) or dtypes.to_inexact_dtype(get_aval(x).dtype)
     compute = _upcast_small_float(wanted)
     valid = _not_nan("nanmean", x)
     if where is not None:

@@ -435,7 +435,11 @@ def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     (i,) = _util.operands("ldexp", x2)
     if not (_is_int(i) or _is_bool(i)):
         raise TypeError("lamina.numpy.ldexp: x2 must be an integer array")
-    a, e = _util.promote_args_inexact("ldexp", x1, i)
+    # As JAX: the result has x1's inexact dtype (strongly typed); x2 does not
+    # take part in the promotion.
+    (a,) = _util.promote_dtypes_inexact("ldexp", x1)
+    a = _util.strip_weak(a)
+    a, e = _util.promote_shapes("ldexp", a, _util.convert(i, _dt(a)))
     return lax.mul(a, _exp2(e))
 
 
@@ -571,6 +575,15 @@ def _rint(x: Any) -> Any:
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
+def rint(x: ArrayLike, /) -> Array:
+    """Rounds to the nearest integer, ties to even; integers and bools become
+    the default float (strongly typed, as JAX: not their ``to_inexact_dtype``)."""
+    (a,) = _util.operands("rint", x)
+    if not _is_inexact(a):
+        return lax.convert_element_type(a, dtypes.default_float_dtype())
+    return _rint(a)
+
+
 def _trunc(x: Any) -> Any:
     return _select(lax.lt(x, _zeros(x)), lax.ceil(x), lax.floor(x))
 
@@ -691,11 +704,10 @@ _UNARY_TABLE: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("abs", _abs, "same", "The absolute value (the modulus for complex)."),
     ("fabs", lax.abs, "inexact", "The absolute value, as a float."),
     ("sign", _sign, "numeric", "-1, 0 or 1 by the sign (``x / |x|`` for complex)."),
-    ("floor", _identity_for_ints(lax.floor), "numeric", "Rounds towards minus infinity."),
-    ("ceil", _identity_for_ints(lax.ceil), "numeric", "Rounds towards plus infinity."),
-    ("trunc", _identity_for_ints(_trunc), "numeric", "Rounds towards zero."),
-    ("fix", _identity_for_ints(_trunc), "numeric", "Rounds towards zero."),
-    ("rint", _rint, "inexact", "Rounds to the nearest integer, ties to even."),
+    ("floor", _identity_for_ints(lax.floor), "same", "Rounds towards minus infinity."),
+    ("ceil", _identity_for_ints(lax.ceil), "same", "Rounds towards plus infinity."),
+    ("trunc", _identity_for_ints(_trunc), "same", "Rounds towards zero."),
+    ("fix", _identity_for_ints(_trunc), "same", "Rounds towards zero."),
     ("isnan", _isnan, "same", "True where ``x`` is NaN."),
     ("isinf", _isinf, "same", "True where ``x`` is plus or minus infinity."),
     ("isfinite", _isfinite, "same", "True where ``x`` is neither infinite nor NaN."),
@@ -718,7 +730,7 @@ asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh
 reciprocal, sinc, square, negative, positive = (
     _UNARY[n] for n in ("reciprocal", "sinc", "square", "negative", "positive"))
 absolute, abs, fabs, sign = (_UNARY[n] for n in ("absolute", "abs", "fabs", "sign"))
-floor, ceil, trunc, fix, rint = (_UNARY[n] for n in ("floor", "ceil", "trunc", "fix", "rint"))
+floor, ceil, trunc, fix = (_UNARY[n] for n in ("floor", "ceil", "trunc", "fix"))
 isnan, isinf, isfinite, signbit = (_UNARY[n] for n in ("isnan", "isinf", "isfinite", "signbit"))
 real, imag, conj, conjugate = (_UNARY[n] for n in ("real", "imag", "conj", "conjugate"))
 
@@ -786,7 +798,11 @@ degrees = rad2deg
 
 def angle(z: ArrayLike, deg: bool = False) -> Array:
     """The argument (phase) of complex ``z`` in radians (degrees if ``deg``)."""
-    (a,) = _util.promote_args_inexact("angle", z)
+    (a,) = _util.operands("angle", z)
+    # As JAX: real input that is not a floating array (integers, bools, every
+    # 0-d real value) is measured in the default float, strongly typed.
+    if not _is_complex(a) and (not dtypes.is_floating(_dt(a)) or _util.ndim_of(a) == 0):
+        a = _util.convert(a, dtypes.default_float_dtype())
     out = _angle(a)
     return rad2deg(out) if deg else out
 

@@ -124,13 +124,13 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     lo, hi = _util.promote_dtypes("geomspace", start, stop)
     out_dt = _util.user_dtype("geomspace", dtype)
     if out_dt is None:
-        out_dt = _inexact(dtypes.result_type(lo, hi))
+        out_dt = dtypes.to_inexact_dtype(dtypes.result_type(lo, hi))
     return _geomspace_compiled(lo, hi, num, bool(endpoint), out_dt, int(axis))
 
 
 def _geomspace(lo: Any, hi: Any, num: int, endpoint: bool, out_dt: np.dtype[Any],
                axis: int) -> Array:
-    comp = _inexact(out_dt)
+    comp = dtypes.to_inexact_dtype(out_dt)
     lo, hi = _util.convert(lo, comp), _util.convert(hi, comp)
     sign = lax.sign(lo)
     lo_abs, hi_abs = lax.div(lo, sign), lax.div(hi, sign)
@@ -145,12 +145,6 @@ def _geomspace(lo: Any, hi: Any, num: int, endpoint: bool, out_dt: np.dtype[Any]
 
 
 _geomspace_compiled = tc_api.compiled_when_eager(_geomspace, static_argnums=(2, 3, 4, 5))
-
-
-def _inexact(dt: np.dtype[Any]) -> np.dtype[Any]:
-    if dtypes.is_inexact(dt):
-        return dt
-    return dtypes.default_float_dtype()
 
 
 def fromfunction(function: Callable[..., Any], shape: Any, *, dtype: Any = float,
