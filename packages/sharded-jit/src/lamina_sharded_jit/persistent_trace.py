@@ -236,12 +236,27 @@ def _feed_composite(h: Any, x: Any, t: type, depth: int, seen: set[int]) -> None
         for f in dataclasses.fields(x):
             _feed(h, f.name, depth, seen)
             _feed(h, getattr(x, f.name), depth, seen)
+    elif (global_name := _global_name(x, t)) is not None:
+        h.update(f"global:{t.__module__}.{global_name};".encode())
     elif t.__module__ not in ("builtins", "_thread") and hasattr(x, "__dict__") \
             and not hasattr(t, "__slots__"):
         h.update(f"object:{_name_of(t)}:".encode())
         _feed(h, dict(sorted(vars(x).items())), depth, seen)
     else:
         raise NotCacheable(f"a value of type {_name_of(t)} cannot be fingerprinted")
+
+
+def _global_name(x: Any, t: type) -> str | None:
+    """The name of the module global ``x`` is, when its class says so the way
+    pickle reads it (``__reduce__`` returning a string): such an object is
+    the same one in every process that imports its module."""
+    if t.__reduce__ is object.__reduce__:
+        return None
+    try:
+        reduced = x.__reduce__()
+    except Exception:  # noqa: BLE001  (a class that refuses pickling)
+        return None
+    return reduced if isinstance(reduced, str) else None
 
 
 def _feed_function(h: Any, fn: types.FunctionType, depth: int, seen: set[int]) -> None:
