@@ -60,7 +60,6 @@ import hashlib
 import logging
 import os
 import struct
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -413,6 +412,8 @@ class PersistentCache:
 def write_atomically(path: str, blob: bytes) -> None:
     """Writes ``blob`` to a temporary file beside ``path``, then renames it over
     ``path``: a reader sees the old file or the whole new one, never a part."""
+    import tempfile  # here: a process that only reads the cache does not load it
+
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")

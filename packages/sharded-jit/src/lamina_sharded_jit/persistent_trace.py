@@ -85,7 +85,6 @@ import importlib.util
 import os
 import pickle
 import sys
-import sysconfig
 import types
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -246,11 +245,14 @@ def _feed_composite(h: Any, x: Any, t: type, depth: int, seen: set[int]) -> None
         raise NotCacheable(f"a value of type {_name_of(t)} cannot be fingerprinted")
 
 
+_OBJECT_REDUCE: Any = object.__reduce__
+
+
 def _global_name(x: Any, t: type) -> str | None:
     """The name of the module global ``x`` is, when its class says so the way
     pickle reads it (``__reduce__`` returning a string): such an object is
     the same one in every process that imports its module."""
-    if t.__reduce__ is object.__reduce__:
+    if t.__reduce__ is _OBJECT_REDUCE:
         return None
     try:
         reduced = x.__reduce__()
@@ -355,12 +357,16 @@ def call_key(info: JitInfo, static_key: Any, structure: Any, leaves: Sequence[An
 
 # --- what tracing read ---------------------------------------------------------------------------
 def _stdlib_dirs() -> tuple[str, ...]:
+    import sysconfig  # here: a process that records nothing does not load it
+
     paths = sysconfig.get_paths()
     return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib"))
 
 
 def _library_dirs() -> tuple[str, ...]:
     """site-packages and lamina's own packages: their globals are not compared."""
+    import sysconfig  # see _stdlib_dirs
+
     paths = sysconfig.get_paths()
     dirs = {os.path.realpath(paths[k]) for k in ("purelib", "platlib")}
     for name in ("lamina", "lamina_linear_util", "lamina_tracing_core", "lamina_mlir_lowering",
@@ -371,8 +377,14 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(d + os.sep for d in dirs)
 
 
-_STDLIB = _stdlib_dirs()
+_STDLIB: list[tuple[str, ...]] = []  # filled at first use: sysconfig is not cheap to load
 _LIBRARIES: list[tuple[str, ...]] = []
+
+
+def _stdlib() -> tuple[str, ...]:
+    if not _STDLIB:
+        _STDLIB.append(_stdlib_dirs())
+    return _STDLIB[0]
 
 
 def _is_library(path: str) -> bool:
@@ -415,7 +427,7 @@ def _recording() -> Iterator[dict[types.CodeType, GlobalsRead]]:
 
 def _globals_read(code: types.CodeType, module_globals: dict[str, Any]) -> GlobalsRead:
     path = code.co_filename
-    if path.startswith(_STDLIB) or _generated(path) or _is_library(os.path.realpath(path)):
+    if path.startswith(_stdlib()) or _generated(path) or _is_library(os.path.realpath(path)):
         return []
     module = module_globals.get("__name__")
     if not isinstance(module, str):
@@ -466,7 +478,7 @@ def _manifest(ran: dict[types.CodeType, GlobalsRead], jaxpr: Jaxpr) -> dict[str,
     files: dict[str, str] = {}
     for code in codes:
         path = code.co_filename
-        if path in files or path.startswith(_STDLIB) or _generated(path):
+        if path in files or path.startswith(_stdlib()) or _generated(path):
             continue
         digest = _file_hash(path)
         if digest is None:
