@@ -81,7 +81,6 @@ import dataclasses
 import enum
 import functools
 import hashlib
-import importlib.util
 import os
 import pickle
 import sys
@@ -365,6 +364,7 @@ def _stdlib_dirs() -> tuple[str, ...]:
 
 def _library_dirs() -> tuple[str, ...]:
     """site-packages and lamina's own packages: their globals are not compared."""
+    import importlib.util  # here, as sysconfig: only a process that records needs it
     import sysconfig  # see _stdlib_dirs
 
     paths = sysconfig.get_paths()
