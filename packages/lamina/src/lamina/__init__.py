@@ -123,6 +123,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "custom_batching": ("lamina.custom_batching", None),
     "lib": ("lamina.lib", None),
     "ops": ("lamina.ops", None),
+    "dlpack": ("lamina.dlpack", None),
     "pure_callback": ("lamina.callbacks", "pure_callback"),
     "effects_barrier": ("lamina_interpreters_pxla.effects_runtime", "effects_barrier"),
     "clear_persistent_caches": ("lamina_sharded_jit.persistent_trace", "clear_persistent_caches"),
