@@ -88,11 +88,18 @@ def test_device_placement_and_copy_false() -> None:
     assert moved.devices() == {other} and moved.committed
     with pytest.raises(ValueError, match=r"needs a copy.*copy=False"):
         dlpack.from_dlpack(np.arange(3.0), device=other, copy=False)
-    same = dlpack.from_dlpack(np.arange(3.0), device=lx.devices()[0], copy=False)
+    same = dlpack.from_dlpack(_aligned(np.arange(3.0)), device=lx.devices()[0], copy=False)
     assert same.devices() == {lx.devices()[0]}
     mesh = lx.make_mesh((2,), ("x",))
     with pytest.raises(ValueError, match="single device.*2 devices"):
         dlpack.from_dlpack(np.arange(3.0), device=lx.NamedSharding(mesh, lx.P()))
+
+
+def test_unaligned_buffer_needs_a_copy() -> None:
+    unaligned = _aligned(np.arange(5, dtype=np.float32))[1:]  # 4 bytes past a 64-byte edge
+    with pytest.raises(ValueError, match="not aligned to 64 bytes, but copy=False"):
+        dlpack.from_dlpack(unaligned, copy=False)
+    np.testing.assert_array_equal(np.asarray(dlpack.from_dlpack(unaligned)), [1, 2, 3, 4])
 
 
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.int4,

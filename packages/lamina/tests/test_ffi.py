@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from lamina import ffi
 from lamina_mlir_lowering.custom_call import ensure_lapack_targets
+from lamina_mlir_lowering.rule_table import register_lowering
+from lamina_tracing_core.primitives import Primitive
 
 _SPD = np.array([[4.0, 2.0], [2.0, 3.0]], np.float32)
 
@@ -163,9 +165,6 @@ def test_result_containers_follow_result_shape_dtypes() -> None:
 
 
 def test_ffi_lowering_for_a_primitive_of_ones_own() -> None:
-    from lamina_mlir_lowering.rule_table import register_lowering
-    from lamina_tracing_core.primitives import Primitive
-
     prim = Primitive("lamina_test_ffi_prim")
     prim.def_abstract_eval(lambda x, **_: x)
     register_lowering(prim, ffi.ffi_lowering("my_kernel", operand_layouts=[(0, 1)]))

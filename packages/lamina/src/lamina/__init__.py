@@ -133,6 +133,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "dlpack": ("lamina.dlpack", None),
     "profiler": ("lamina.profiler", None),
     "ffi": ("lamina.ffi", None),
+    "monitoring": ("lamina.monitoring", None),
     "pure_callback": ("lamina.callbacks", "pure_callback"),
     "effects_barrier": ("lamina_interpreters_pxla.effects_runtime", "effects_barrier"),
     "clear_persistent_caches": ("lamina_sharded_jit.persistent_trace", "clear_persistent_caches"),

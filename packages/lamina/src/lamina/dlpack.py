@@ -216,8 +216,9 @@ def _import_capsule(capsule: Any, source: Any, copy: bool | None, dl_device_type
         where = text.find("is not aligned to")
         if where < 0:
             raise
-        raise ValueError("from_dlpack: the source data needs a copy, since its buffer "
-                         f"{text[where:]} but copy=False; pass copy=True or copy=None") from None
+        reason = text[where:].strip().rstrip(".")
+        raise ValueError(f"from_dlpack: the source data needs a copy, since its buffer {reason}, "
+                         "but copy=False; pass copy=True or copy=None") from None
 
 
 def _convert(arr: Array, dtype: np.dtype[Any]) -> Array:

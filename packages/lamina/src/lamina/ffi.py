@@ -182,28 +182,31 @@ def _batch(args: Sequence[Any], dims: Sequence[int | None], *, vmap_method: str 
             operands.append(structural.expand_dims(x, [0]))
         else:  # legacy_vectorized: unbatched operands stay as they are
             operands.append(x)
-    # the new leading axis is the most major: it goes last in minor-to-major
-    relaid = lambda lay: (*(n + 1 for n in lay), 0)  # noqa: E731
     in_layouts = tuple(
-        lay if (vmap_method == "legacy_vectorized" and d is None) else relaid(lay)
+        lay if (vmap_method == "legacy_vectorized" and d is None) else _with_batch_axis(lay)
         for lay, d in zip(params.pop("input_layouts"), dims))
-    out_layouts = tuple(relaid(lay) for lay in params.pop("output_layouts"))
+    out_layouts = tuple(_with_batch_axis(lay) for lay in params.pop("output_layouts"))
     batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
     outs = ffi_call_p.bind(*operands, vmap_method=vmap_method, result_avals=batched_avals,
                            input_layouts=in_layouts, output_layouts=out_layouts, **params)
     return list(outs), [0] * len(outs)
 
 
+def _with_batch_axis(layout: Sequence[int]) -> tuple[int, ...]:
+    """A minor-to-major layout with a new leading axis, the most major (last)."""
+    return (*(n + 1 for n in layout), 0)
+
+
 def _batch_sequentially(args: Sequence[Any], dims: Sequence[int | None], vmap_method: str,
                         result_avals: Sequence[ShapedArray], params: dict[str, Any]
                         ) -> tuple[list[Any], list[int]]:
     """One call per batch element: a ``scan`` over the batched operands."""
-    batched = [i for i, d in enumerate(dims) if d is not None]
-    xs = [batching.moveaxis(args[i], dims[i], 0) for i in batched]
+    batched = [(i, d) for i, d in enumerate(dims) if d is not None]
+    xs = [batching.moveaxis(args[i], d, 0) for i, d in batched]
 
     def one(carry: tuple[()], slices: list[Any]) -> tuple[tuple[()], Any]:
         operands = list(args)
-        for i, x in zip(batched, slices):
+        for (i, _), x in zip(batched, slices):
             operands[i] = x
         return carry, ffi_call_p.bind(*operands, vmap_method=vmap_method,
                                       result_avals=tuple(result_avals), **params)
@@ -437,7 +440,7 @@ def build_ffi_lowering_function(call_target_name: str, *,
             if params:
                 raise ValueError("ffi_lowering: attributes need a custom call API version of "
                                  f"at least 4; got api_version={api_version}")
-            attributes, legacy = {}, backend_config  # type: ignore[assignment]
+            attributes, legacy = {}, backend_config
         in_layouts = out_layouts = None
         if not skip_ffi_layout_processing:
             in_layouts = _rule_layouts(ctx.avals_in, operand_layouts)

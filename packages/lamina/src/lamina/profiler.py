@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import gzip
 import http.server
+import importlib
 import json
 import logging
 import os
@@ -29,7 +30,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from jaxlib import _profile_data, _profiler
 from jaxlib.version import __version__ as jaxlib_version
 
 from lamina_interpreters_pxla.backends import backends, get_backend
@@ -43,6 +43,10 @@ __all__ = ["ProfileData", "ProfileEvent", "ProfileOptions", "ProfilePlane",
 
 _logger = logging.getLogger(__name__)
 
+# jaxlib's native profiler modules (no type stubs)
+_profiler: Any = importlib.import_module("jaxlib._profiler")
+_profile_data: Any = importlib.import_module("jaxlib._profile_data")
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 #: a collected trace, read back (``ProfileData.from_file(path)``) or in memory
@@ -51,7 +55,7 @@ ProfileEvent: Any = _profile_data.ProfileEvent
 ProfilePlane: Any = _profile_data.ProfilePlane
 
 
-class ProfileOptions(_profiler.ProfileOptions):  # type: ignore[misc]
+class ProfileOptions(_profiler.ProfileOptions):  # type: ignore[misc]  # jaxlib's is Any
     """What a trace collects: ``host_tracer_level`` (default 2),
     ``python_tracer_level`` (default 1: Python calls), ``enable_hlo_proto``
     (default True), ``duration_ms``, ``advanced_configuration``, ..."""

@@ -72,7 +72,8 @@ def ffi_attribute(value: Any) -> ir.Attribute:
     if isinstance(value, ir.Attribute):
         return value
     if isinstance(value, np.ndarray):
-        return ir.DenseElementsAttr.get(np.ascontiguousarray(value))
+        dense: ir.Attribute = ir.DenseElementsAttr.get(cast(Any, np.ascontiguousarray(value)))
+        return dense
     if isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
             raise TypeError(f"ffi_attribute: a dict attribute needs str keys, got {value!r}")
