@@ -4,6 +4,7 @@ recorded from JAX: jaxlib's guard makes them in both)."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Iterator
 
@@ -136,3 +137,37 @@ def test_log_level_logs_and_allows(capfd: pytest.CaptureFixture[str]) -> None:
     with lx.transfer_guard("log_explicit"):
         lx.device_put(_host())
     assert "host-to-device transfer" in capfd.readouterr().err
+
+
+class _Holder:
+    x: object
+    me: object
+
+
+def test_array_garbage_collection_guard_logs_cycle_collected_arrays(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    # JAX 0.10.2's message (jaxlib's guard makes it for lamina's arrays too)
+    message = "`jax.Array` was deleted by the Python garbage collector instead of reference"
+    gc.collect()
+    capfd.readouterr()
+    with lx.array_garbage_collection_guard("log"):
+        assert config.read("jax_array_garbage_collection_guard") == "log"
+        holder = _Holder()
+        holder.me, holder.x = holder, jnp.ones(3) + 1
+        del holder
+        gc.collect()
+    assert message in capfd.readouterr().err
+    assert config.read("jax_array_garbage_collection_guard") is None
+    holder = _Holder()
+    holder.me, holder.x = holder, jnp.ones(3) + 2
+    del holder
+    gc.collect()  # the default level: nothing said
+    assert message not in capfd.readouterr().err
+    config.update("jax_array_garbage_collection_guard", "log")
+    try:
+        assert config.read("jax_array_garbage_collection_guard") == "log"
+    finally:
+        config.update("jax_array_garbage_collection_guard", None)
+    with pytest.raises(ValueError, match=r"in \['allow', 'log', 'fatal'\], got bad"):
+        with lx.array_garbage_collection_guard("bad"):
+            pass

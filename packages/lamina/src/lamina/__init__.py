@@ -70,6 +70,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "device_put": ("lamina_interpreters_pxla.device_put", "device_put"),
     "device_get": ("lamina_interpreters_pxla.device_put", "device_get"),
     "transfer_guard": ("lamina_interpreters_pxla.transfer_guard", "transfer_guard"),
+    "array_garbage_collection_guard": ("lamina_interpreters_pxla.garbage_collection_guard",
+                                       "array_garbage_collection_guard"),
     "transfer_guard_host_to_device": ("lamina_interpreters_pxla.transfer_guard",
                                       "transfer_guard_host_to_device"),
     "transfer_guard_device_to_host": ("lamina_interpreters_pxla.transfer_guard",
