@@ -90,12 +90,26 @@ def from_dlpack(external_array: Any, device: Any = None, copy: bool | None = Non
         raise ValueError(
             f"from_dlpack: device={target!r} needs a copy, since the source device is "
             f"{source!r}, but copy=False; pass copy=True or copy=None")
-    capsule = external_array.__dlpack__(stream=_stream_for(source, dl_device_type))
+    arr, own_buffers = _unpack(external_array, source, int(dl_device_type), copy)
+    if needs_transfer:
+        moved: Array = device_put(arr, target)
+        return moved
+    if copy and not own_buffers:
+        return arr._copy()
+    return arr
+
+
+def _unpack(external_array: Any, source: Any, dl_device_type: int, copy: bool | None
+            ) -> tuple[Array, bool]:
+    """The producer's data as a lamina Array on ``source`` (its canonical dtype),
+    and whether the Array has buffers of its own (a dtype conversion made them)."""
+    stream = _stream_for(source, dl_device_type)
+    capsule = external_array.__dlpack__(stream=stream)
     aval, row_major = _capsule_description(capsule)
     # jaxlib's CPU client aliases the buffer even when asked to copy, so a
-    # requested copy is made here, once the data is on lamina's side
-    impl = _import_capsule(capsule, source, False if copy is False else None,
-                           int(dl_device_type))
+    # requested copy is made by the caller, once the data is on lamina's side
+    impl = _import_capsule(capsule, source, stream, False if copy is False else None,
+                           dl_device_type)
     # jaxlib builds the array without an aval (it would ask `jax.core` for
     # one); lamina's arrays always carry theirs
     wrapped = ArrayImplClass(aval, single_device_sharding(source), [impl], True,
@@ -105,14 +119,9 @@ def from_dlpack(external_array: Any, device: Any = None, copy: bool | None = Non
         mark_custom_layout(wrapped)
     arr = Array(wrapped)
     canonical = canonicalize_dtype(arr.dtype)
-    if canonical != arr.dtype:
-        arr = _convert(arr, canonical)
-    if needs_transfer:
-        moved: Array = device_put(arr, target)
-        return moved
-    if copy and canonical == aval.dtype:  # a conversion already made new buffers
-        return arr._copy()
-    return arr
+    if canonical == arr.dtype:
+        return arr, False
+    return _convert(arr, canonical), True
 
 
 def _single_device(device: Any) -> Any:
@@ -134,9 +143,9 @@ def _source_device(external_array: Any, dl_device_type: Any, device_id: int) -> 
     return get_backend(platform).device_from_local_hardware_id(device_id)
 
 
-def _stream_for(source: Any, dl_device_type: Any) -> int | None:
+def _stream_for(source: Any, dl_device_type: int) -> int | None:
     """The stream the producer must make its data ready on (None on CPU)."""
-    if int(dl_device_type) in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):
+    if dl_device_type in (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost):
         return None
     try:
         stream: int | None = source.get_stream_for_external_ready_events()
@@ -208,9 +217,11 @@ def _is_row_major(tensor: _DLTensor, shape: tuple[int, ...]) -> bool:
     return True
 
 
-def _import_capsule(capsule: Any, source: Any, copy: bool | None, dl_device_type: int) -> Any:
+def _import_capsule(capsule: Any, source: Any, stream: int | None, copy: bool | None,
+                    dl_device_type: int) -> Any:
     try:
-        return _jax.dlpack_managed_tensor_to_buffer(capsule, source, None, copy, dl_device_type)
+        return _jax.dlpack_managed_tensor_to_buffer(capsule, source, stream, copy,
+                                                    dl_device_type)
     except JaxRuntimeError as e:
         text = str(e)
         where = text.find("is not aligned to")
