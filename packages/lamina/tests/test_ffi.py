@@ -13,6 +13,7 @@ import lamina.numpy as jnp
 import numpy as np
 import pytest
 from lamina import ffi
+from lamina_interpreters_pxla.layouts import Layout
 from lamina_mlir_lowering.custom_call import ensure_lapack_targets
 from lamina_mlir_lowering.rule_table import register_lowering
 from lamina_tracing_core.primitives import Primitive
@@ -177,3 +178,17 @@ def test_ffi_lowering_for_a_primitive_of_ones_own() -> None:
 
 def test_include_dir_has_the_ffi_headers() -> None:
     assert os.path.isfile(os.path.join(ffi.include_dir(), "xla", "ffi", "api", "ffi.h"))
+
+
+def test_layout_objects_as_layouts() -> None:
+    sds = lx.ShapeDtypeStruct((2, 3), jnp.float32)
+    by_tuple = ffi.ffi_call("k", sds, input_layouts=[(1, 0)], output_layouts=(1, 0))
+    by_layout = ffi.ffi_call("k", sds, input_layouts=[Layout((1, 0))],
+                             output_layouts=Layout((1, 0)))
+    x = jnp.ones((2, 3))
+    texts = [_custom_call_lines(lx.jit(f).lower(x).as_text()) for f in (by_tuple, by_layout)]
+    assert texts[0] == texts[1]
+    assert "operand_layouts = [dense<[0, 1]> : tensor<2xindex>]" in texts[0][0]
+    tiled = ffi.ffi_call("k", sds, input_layouts=[Layout((0, 1), tiling=((8, 128),))])
+    with pytest.raises(ValueError, match="tiling"):
+        tiled(x)
