@@ -13,3 +13,4 @@ from lamina_tracing_core.numpy import __all__ as __all__  # noqa: PLC0414
 from lamina_tracing_core.numpy import bool as bool  # noqa: PLC0414 - NumPy 2's name
 from lamina_tracing_core.numpy import linalg as linalg  # noqa: PLC0414
 from lamina_tracing_core.numpy import fft as fft  # noqa: PLC0414
+from lamina.dlpack import from_dlpack as from_dlpack  # noqa: E402, PLC0414 - needs the runtime
