@@ -138,22 +138,29 @@ def transfer_guard_device_to_host(level: str | None) -> contextlib.AbstractConte
     return direction_guard("device_to_host", level)
 
 
-@contextlib.contextmanager
-def _explicit(flag: str) -> Iterator[None]:
-    state = _guard_lib.thread_local_state()
-    previous = getattr(state, flag)
-    setattr(state, flag, True)
-    try:
-        yield
-    finally:
-        setattr(state, flag, previous)
+class _Explicit:
+    """Sets one of jaxlib's per-thread "explicit transfer" flags inside a ``with``
+    block (a class, not a generator: ``device_put`` enters one on every call)."""
+
+    __slots__ = ("_flag", "_state", "_previous")
+
+    def __init__(self, flag: str) -> None:
+        self._flag = flag
+
+    def __enter__(self) -> None:
+        self._state = _guard_lib.thread_local_state()
+        self._previous = getattr(self._state, self._flag)
+        setattr(self._state, self._flag, True)
+
+    def __exit__(self, *exc: object) -> None:
+        setattr(self._state, self._flag, self._previous)
 
 
 def explicit_device_put() -> contextlib.AbstractContextManager[None]:
     """Marks the transfers made inside as asked for by ``device_put``."""
-    return _explicit("explicit_device_put")
+    return _Explicit("explicit_device_put")
 
 
 def explicit_device_get() -> contextlib.AbstractContextManager[None]:
     """Marks the transfers made inside as asked for by ``device_get``."""
-    return _explicit("explicit_device_get")
+    return _Explicit("explicit_device_get")
