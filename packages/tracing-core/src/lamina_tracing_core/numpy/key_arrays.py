@@ -266,10 +266,10 @@ class PRNGKeyArray:
         return self
 
     # --- comparison: elementwise, as arrays compare (so, like arrays, unhashable) -------------
-    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+    def __eq__(self, other: object) -> Any:
         return keys_equal("lamina.numpy.equal", self, other)
 
-    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+    def __ne__(self, other: object) -> Any:
         return lax.bitwise_not(keys_equal("lamina.numpy.not_equal", self, other))
 
     __hash__ = None  # type: ignore[assignment]
