@@ -5,9 +5,11 @@ semantics in lamina, whose import also installs the array methods),
 re-exported under the public name; ``lamina.numpy.linalg`` is
 ``lamina_tracing_core.numpy.linalg``. Names are looked up there on first use
 (PEP 562), so the parts that one loads lazily (``linalg``, ``fft``,
-``histogram``, ...) stay unloaded until a program asks for them.
+``histogram``, ...) stay unloaded until a program asks for them; so does
+``from_dlpack`` (``lamina.dlpack``, which needs the runtime).
 """
 
+import importlib as _importlib
 import typing as _typing
 
 import lamina_interpreters_pxla as _runtime  # noqa: F401 - arrays run eagerly on its devices
@@ -21,17 +23,24 @@ if _typing.TYPE_CHECKING:
     from lamina_tracing_core.numpy import fft as fft  # noqa: PLC0414
     from lamina_tracing_core.numpy import linalg as linalg  # noqa: PLC0414
 
+    from lamina.dlpack import from_dlpack as from_dlpack  # noqa: PLC0414
+
 
 def __getattr__(name: str) -> _typing.Any:
-    if name not in _PUBLIC:
+    if name in _OWN:
+        value = getattr(_importlib.import_module(_OWN[name]), name)
+    elif name in _PUBLIC:
+        value = getattr(_numpy, name)
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_numpy, name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _PUBLIC)
+    return sorted(set(globals()) | _PUBLIC | set(_OWN))
 
 
 _PUBLIC = frozenset(__all__) | {"bool"}
+#: names of lamina's own (not tracing-core's) -> their module
+_OWN = {"from_dlpack": "lamina.dlpack"}
