@@ -142,6 +142,7 @@ def norm(x: ArrayLike, ord: Any = None, axis: Any = None, keepdims: bool = False
     or 2-D ``x`` picks accordingly, and ``ord=None`` is the 2-norm of the
     flattened ``x``."""
     (a,) = _util.promote_dtypes_inexact("norm", x)
+    a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
     nd = _util.ndim_of(a)
     if axis is None:
         if ord is None:
@@ -168,6 +169,7 @@ def vector_norm(x: ArrayLike, /, *, axis: Any = None, keepdims: bool = False,
                 ord: Any = 2) -> Array:
     """The array-API vector norm over ``axis`` (all axes, flattened, if None)."""
     (a,) = _util.promote_dtypes_inexact("vector_norm", x)
+    a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
     if axis is None:
         shape = _util.shape_of(a)
         out = _vector_norm(lax.reshape(a, (math.prod(shape),)), ord, (0,), False)
@@ -179,6 +181,7 @@ def vector_norm(x: ArrayLike, /, *, axis: Any = None, keepdims: bool = False,
 def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: Any = "fro") -> Array:
     """The array-API matrix norm over the last two axes."""
     (a,) = _util.promote_dtypes_inexact("matrix_norm", x)
+    a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
     nd = _util.ndim_of(a)
     if nd < 2:
         raise ValueError("lamina.numpy.linalg.matrix_norm requires at least 2 dimensions")

@@ -523,7 +523,8 @@ def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
     (x,) = _util.promote_dtypes_inexact(fun, a)
     x = _util.strip_weak(x)
     if dtypes.is_complex(get_aval(x).dtype):
-        raise TypeError(f"lamina.numpy.{fun} does not support complex input")
+        raise ValueError(f"lamina.numpy.{fun} does not support complex input, as the "
+                         "operation is poorly defined")
     (qs,) = _util.promote_dtypes_inexact(fun, _util.operand(fun, q, "q"))
     axes = _util.canonicalize_axes(fun, axis, _util.ndim_of(x))
     if math.prod(_util.shape_of(x)[i] for i in axes) == 0:
@@ -634,6 +635,9 @@ def nanmedian(a: ArrayLike, axis: Axis = None, out: None = None,
     """The median ignoring NaNs (NaNs sort last; each slice uses its non-NaN count)."""
     _util.check_out("nanmedian", out)
     x = _util.promote_dtypes_inexact("nanmedian", a)[0]
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise ValueError("lamina.numpy.nanmedian does not support complex input, as the "
+                         "operation is poorly defined")
     flat, axes = _moved_last("nanmedian", x, axis)
     ordered = lax.sort(flat, dimension=-1)
     valid = sum(lax.eq(flat, flat), axis=-1, keepdims=True, dtype=dtypes.default_int_dtype())
