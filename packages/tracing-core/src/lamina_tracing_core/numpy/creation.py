@@ -166,7 +166,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
     if _util.ndim_of(fill) == 0:
         return lax.full(dims, fill, dt)
     fill = _util.convert(fill, dt) if dt is not None else fill
-    return _util.broadcast_to("full", fill, dims)
+    return _util.as_array(_util.broadcast_to("full", fill, dims))
 
 
 def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Array:
@@ -183,7 +183,7 @@ def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Array:
         return lax.full_like(x, fill, dt, dims)
     aval = get_aval(x)
     fill = _util.convert(fill, aval.dtype if dt is None else dt)
-    return _util.broadcast_to(fun, fill, aval.shape if dims is None else dims)
+    return _util.as_array(_util.broadcast_to(fun, fill, aval.shape if dims is None else dims))
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:

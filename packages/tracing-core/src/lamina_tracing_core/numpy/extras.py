@@ -133,7 +133,7 @@ def trim_zeros(filt: ArrayLike, trim: str = "fb", axis: Any = None) -> Array:
                                                                            nd))
     mode = trim.lower()
     if not axes or ("f" not in mode and "b" not in mode):
-        return x
+        return _util.as_array(x)
     index = []
     for ax in range(nd):
         if ax not in axes:

@@ -392,8 +392,43 @@ def cumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None,
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
 
 
-cumulative_sum = cumsum
-cumulative_prod = cumprod
+def _array_api_cumulative(fun: str, op: Callable[..., Any], initial: int, x: ArrayLike,
+                          axis: int | None, dtype: Any, include_initial: bool) -> Array:
+    """The array API's cumulative reductions: ``x`` must have an axis, and
+    ``axis`` may be left out only for 1-D input (JAX's errors);
+    ``include_initial`` prepends the identity."""
+    v = _util.operand(fun, x, "x")
+    nd = _util.ndim_of(v)
+    if nd == 0:
+        raise ValueError(f"lamina.numpy.{fun}: the input must be non-scalar to take a "
+                         "cumulative reduction, however a scalar value or scalar array was given")
+    if axis is None:
+        if nd > 1:
+            raise ValueError(f"lamina.numpy.{fun}: the input array has rank {nd}, however axis "
+                             "was not set to an explicit value; it is only optional for "
+                             "one-dimensional arrays")
+        axis = 0
+    ax = _util.canonicalize_axis(fun, axis, nd)
+    out = _cumulative(fun, op, v, ax, dtype, None)
+    if not include_initial:
+        return out
+    edge = list(_util.shape_of(out))
+    edge[ax] = 1
+    return lax.concatenate([lax.full(tuple(edge), initial, get_aval(out).dtype), out], ax)
+
+
+def cumulative_sum(x: ArrayLike, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: bool = False) -> Array:
+    """The array API's cumulative sum along ``axis`` (optional for 1-D ``x``)."""
+    return _array_api_cumulative("cumulative_sum", lax.cumsum, 0, x, axis, dtype,
+                                 include_initial)
+
+
+def cumulative_prod(x: ArrayLike, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: bool = False) -> Array:
+    """The array API's cumulative product along ``axis`` (optional for 1-D ``x``)."""
+    return _array_api_cumulative("cumulative_prod", lax.cumprod, 1, x, axis, dtype,
+                                 include_initial)
 
 
 # --- NaN-ignoring variants ----------------------------------------------------------------------

@@ -177,10 +177,11 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
         # The values keep the input's dtype and weak type (as JAX's); indices
         # and counts are default ints.
         aval = get_aval(x)
+        weak = aval.weak_type and not dtypes.is_complex(aval.dtype)  # complex: strong, as JAX
         if isinstance(results, tuple):
-            return (_util.host_array(np.asarray(results[0], aval.dtype), aval.weak_type),
+            return (_util.host_array(np.asarray(results[0], aval.dtype), weak),
                     *(_place_numpy(np.asarray(r)) for r in results[1:]))
-        return _util.host_array(np.asarray(results, aval.dtype), aval.weak_type)
+        return _util.host_array(np.asarray(results, aval.dtype), weak)
     if axis is not None:
         raise _util.UnsupportedArgumentError(
             "lamina.numpy.unique: axis= with size= is not supported; flatten first")

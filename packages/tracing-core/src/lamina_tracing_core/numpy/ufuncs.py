@@ -74,10 +74,13 @@ def _dt(x: Any) -> np.dtype[Any]:
 
 
 def _const(x: Any, value: Any) -> Any:
-    """``value`` as a constant of ``x``'s dtype (weak when ``x`` is weak)."""
+    """``value`` as a constant of ``x``'s dtype: weak when ``x`` is a weakly
+    typed scalar, else strongly typed (JAX's rule, so that ``logical_and(i32[2],
+    0.5)`` is strong while ``logical_and(i32[], 0.5)`` is weak)."""
     aval = get_aval(x)
-    return _util.convert(value, aval.dtype, aval.weak_type) if aval.weak_type else np.asarray(
-        value, aval.dtype)
+    if aval.weak_type and not aval.shape:
+        return _util.convert(value, aval.dtype, True)
+    return np.asarray(value, aval.dtype)
 
 
 def _zeros(x: Any) -> Any:
@@ -494,7 +497,7 @@ bitwise_invert = invert
 
 
 def _truthy(x: Any) -> Any:
-    return x if _is_bool(x) else lax.ne(x, _zeros(x))
+    return x if _is_bool(x) else lax.ne(x, _const(x, 0))
 
 
 def _logical(name: str, op: Callable[[Any, Any], Any], doc: str) -> Binary:
