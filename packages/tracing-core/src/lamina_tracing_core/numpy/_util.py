@@ -230,10 +230,11 @@ def promote_dtypes_inexact(fun: str, *args: Any) -> list[ArrayLike]:
 
 
 def promote_dtypes_numeric(fun: str, *args: Any) -> list[ArrayLike]:
-    """Promotion, then bools to the default int (weakness kept)."""
+    """Promotion, then bools to int32 (JAX's numeric dtype of bool, also with
+    x64 on; weakness kept)."""
     ops = operands(fun, *args)
     dtype, weak = dtypes.result_type(*ops, return_weak_type_flag=True)
-    new = dtypes.default_int_dtype() if dtypes.is_boolean(dtype) else dtype
+    new = dtypes.int32 if dtypes.is_boolean(dtype) else dtype
     return [convert_element_type_internal(x, new, weak) for x in ops]
 
 

@@ -409,12 +409,25 @@ def _array_api_cumulative(fun: str, op: Callable[..., Any], initial: int, x: Arr
                              "one-dimensional arrays")
         axis = 0
     ax = _util.canonicalize_axis(fun, axis, nd)
-    out = _cumulative(fun, op, v, ax, dtype, None)
+    out = _cumulative(fun, op, v, ax, _widened_int_dtype(v) if dtype is None else dtype, None)
     if not include_initial:
         return out
     edge = list(_util.shape_of(out))
     edge[ax] = 1
     return lax.concatenate([lax.full(tuple(edge), initial, get_aval(out).dtype), out], ax)
+
+
+def _widened_int_dtype(x: Any) -> Any:
+    """As JAX's array-API cumulative reductions: bools and integers narrower
+    than the default integer accumulate in it (unsigned ones in the default
+    unsigned integer); other dtypes are kept (None)."""
+    dt = get_aval(x).dtype
+    wide = dtypes.default_int_dtype()
+    if dtypes.is_boolean(dt) or (dt in dtypes.SIGNED and dt.itemsize < wide.itemsize):
+        return wide
+    if dt in dtypes.UNSIGNED and dt.itemsize < wide.itemsize:
+        return np.dtype(f"uint{wide.itemsize * 8}")
+    return None
 
 
 def cumulative_sum(x: ArrayLike, /, *, axis: int | None = None, dtype: Any = None,

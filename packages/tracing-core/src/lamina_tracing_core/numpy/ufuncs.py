@@ -457,9 +457,12 @@ def _check_bitwise(name: str, *xs: Any) -> None:
                             f"arrays, got {_dt(x)}")
 
 
-def _bitwise(name: str, op: Callable[[Any, Any], Any], doc: str) -> Binary:
+def _bitwise(name: str, op: Callable[[Any, Any], Any], doc: str,
+             promote: str = "same") -> Binary:
+    promoter = _PROMOTERS[promote]
+
     def ufunc(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-        a, b = _util.promote_args(name, x1, x2)
+        a, b = promoter(name, x1, x2)
         _check_bitwise(name, a)
         return op(a, b)
 
@@ -470,8 +473,9 @@ def _bitwise(name: str, op: Callable[[Any, Any], Any], doc: str) -> Binary:
 bitwise_and = _bitwise("bitwise_and", lax.bitwise_and, "Elementwise bitwise and.")
 bitwise_or = _bitwise("bitwise_or", lax.bitwise_or, "Elementwise bitwise or.")
 bitwise_xor = _bitwise("bitwise_xor", lax.bitwise_xor, "Elementwise bitwise xor.")
-left_shift = _bitwise("left_shift", lax.shift_left, "``x1 << x2`` elementwise.")
-bitwise_left_shift = _bitwise("bitwise_left_shift", lax.shift_left, "``x1 << x2`` elementwise.")
+left_shift = _bitwise("left_shift", lax.shift_left, "``x1 << x2`` elementwise.", "numeric")
+bitwise_left_shift = _bitwise("bitwise_left_shift", lax.shift_left, "``x1 << x2`` elementwise.",
+                              "numeric")
 
 
 def _right_shift(a: Any, b: Any) -> Any:
@@ -481,8 +485,10 @@ def _right_shift(a: Any, b: Any) -> Any:
 
 
 right_shift = _bitwise("right_shift", _right_shift,
-                       "``x1 >> x2`` (arithmetic for signed, logical for unsigned ints).")
-bitwise_right_shift = _bitwise("bitwise_right_shift", _right_shift, "``x1 >> x2`` elementwise.")
+                       "``x1 >> x2`` (arithmetic for signed, logical for unsigned ints).",
+                       "numeric")
+bitwise_right_shift = _bitwise("bitwise_right_shift", _right_shift, "``x1 >> x2`` elementwise.",
+                               "numeric")
 
 
 def invert(x: ArrayLike, /) -> Array:
