@@ -127,13 +127,14 @@ def trim_zeros(filt: ArrayLike, trim: str = "fb", axis: Any = None) -> Array:
     """``filt`` without its leading (``"f"``) and/or trailing (``"b"``) zeros
     along ``axis`` (default every axis); needs concrete input."""
     (x,) = _util.operands("trim_zeros", filt, names=("filt",))
+    x = _util.as_array(x)  # a NumPy argument gives an array, as JAX's
     values = _util.concrete("trim_zeros", x, "the filt argument")
     nd = values.ndim
     axes = set(range(nd)) if axis is None else set(_util.canonicalize_axes("trim_zeros", axis,
                                                                            nd))
     mode = trim.lower()
     if not axes or ("f" not in mode and "b" not in mode):
-        return _util.as_array(x)
+        return x
     index = []
     for ax in range(nd):
         if ax not in axes:
