@@ -438,9 +438,11 @@ def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 
 def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``x1 * 2**x2`` (``x2`` an integer array)."""
-    (i,) = _util.operands("ldexp", x2)
-    if not (_is_int(i) or _is_bool(i)):
-        raise TypeError("lamina.numpy.ldexp: x2 must be an integer array")
+    m, i = _util.operands("ldexp", x1, x2)
+    if _is_complex(m) or not (_is_int(i) or _is_bool(i)):
+        # JAX's ValueError for these input types
+        raise ValueError(f"lamina.numpy.ldexp is not supported for input types "
+                         f"({_dt(m)}, {_dt(i)}): x1 must be real and x2 an integer array")
     # As JAX: the result has x1's inexact dtype (strongly typed); x2 does not
     # take part in the promotion.
     (a,) = _util.promote_dtypes_inexact("ldexp", x1)
