@@ -130,3 +130,20 @@ def test_message_shows_payload_values_as_arrays() -> None:
     err, _ = lx.jit(checkify.checkify(g))({"a": jnp.float32(0), "b": jnp.float32(jnp.nan)})
     assert err.get().startswith("not finite: {'a': Array(0., dtype=float32), "
                                 "'b': Array(nan, dtype=float32)}")
+
+
+def test_checks_inside_pmap_report_the_first_failing_replica() -> None:
+    # JAX 0.10.2 says "at mapped index 2: negative in [-1.] ..." for the same program.
+    def body(x):
+        checkify.check(jnp.all(x > 0), "negative in {}", x)
+        return lx.lax.pmean(x, "i") + 1
+
+    checked = checkify.checkify(lx.pmap(body, axis_name="i"))
+    x = jnp.array([1.0, 2.0, 3.0, 4.0] * (lx.device_count() // 4)).reshape(-1, 1)
+    err, out = checked(x)
+    assert err.get() is None and set(out.ravel().tolist()) == {3.5}
+    err, out = checked(x.at[2].set(-1.0))
+    assert err.get().startswith("negative in [-1.] (check at ")
+    assert err.get().endswith("(at mapped index [2])")
+    err, _ = lx.jit(checked)(x.at[1].set(-5.0).at[3].set(-7.0))
+    assert "negative in [-5.]" in err.get() and err.get().endswith("(at mapped index [1])")

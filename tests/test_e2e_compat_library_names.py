@@ -40,10 +40,18 @@ SCRIPT = """
         out["runtime_error"] = isinstance(e, RuntimeError)
     # names of JAX 0.10.2's surface added for real code (chex, flax, GNN libraries)
     import jax.ops
+    import jax.dlpack, jax.ffi, jax.profiler, jax.monitoring  # noqa: E401
     out["added"] = sorted(
         f"{m.__name__.replace('lamina', 'jax')}.{n}" for m, names in [
             (jax, ["checking_leaks", "check_tracer_leaks", "debug_nans", "debug_infs", "Shard",
-                   "core", "interpreters", "custom_batching", "lib", "ops"]),
+                   "core", "interpreters", "custom_batching", "lib", "ops", "dlpack", "ffi",
+                   "profiler", "monitoring", "transfer_guard", "transfer_guard_host_to_device",
+                   "transfer_guard_device_to_host", "transfer_guard_device_to_device",
+                   "array_garbage_collection_guard"]),
+            (jax.dlpack, ["from_dlpack", "is_supported_dtype"]),
+            (jax.ffi, ["ffi_call", "ffi_lowering", "register_ffi_target", "pycapsule"]),
+            (jax.profiler, ["start_trace", "stop_trace", "trace", "TraceAnnotation"]),
+            (jax.monitoring, ["record_event", "register_event_listener"]),
             (jax.nn, ["dot_product_attention", "identity", "log1mexp", "logmeanexp",
                       "sparse_sigmoid"]),
             (jax.lax, ["approx_max_k", "approx_min_k"]),
@@ -52,7 +60,7 @@ SCRIPT = """
             (jax.numpy, ["float8_e4m3fn", "float4_e2m1fn", "int4", "uint2"]),
         ] for n in names if not hasattr(m, n) or n not in dir(m))
     try:
-        jax.transfer_guard  # not provided: the alias says so, naming it
+        jax.thread_guard  # not provided: the alias says so, naming it
     except AttributeError as e:
         out["missing"] = str(e)
     jax.config.update("jax_numpy_rank_promotion", "raise")
@@ -83,8 +91,8 @@ def test_library_names_through_the_alias(tmp_path: Path) -> None:
     assert out == {"version": "0.10.2", "version_info": [0, 10, 2], "in_dir": True,
                    "layout": "FormatLayout", "sync": True, "runtime_error": True, "rank": True,
                    "added": [],
-                   "missing": "module 'jax' has no attribute 'transfer_guard': lamina does not "
-                              "implement jax.transfer_guard"}
+                   "missing": "module 'jax' has no attribute 'thread_guard': lamina does not "
+                              "implement jax.thread_guard"}
 
 
 PRIVATE_SCRIPT = """

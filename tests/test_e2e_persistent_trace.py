@@ -239,3 +239,36 @@ def test_uncacheable_closures_trace_as_usual_and_clearing_empties_the_caches(
     assert list(cache.glob("*.lamina-xc")) and list((cache / "traces").glob("*"))
     lx.clear_persistent_caches()
     assert not list(cache.glob("*.lamina-xc")) and not list((cache / "traces").glob("*"))
+
+
+def _closing_over(tree_map: Callable[..., Any]) -> Callable[[Any], Any]:
+    def step(params: Any) -> Any:
+        return tree_map(lambda p: p * 2.0, params)
+
+    return step
+
+
+def test_a_closure_over_the_pytree_functions_is_cacheable_and_names_the_view() -> None:
+    from lamina_linear_util import tree_util as lu_trees
+
+    users = persistent_trace.fingerprint(_closing_over(lx.tree_util.tree_map))
+    assert users == persistent_trace.fingerprint(_closing_over(lx.tree_util.tree_map))
+    # transformations' view (a key array a node) is another function: another key
+    assert users != persistent_trace.fingerprint(_closing_over(lu_trees.tree_map))
+    # the bound methods pickle by name, back to the very module globals
+    assert pickle.loads(pickle.dumps(lx.tree_util.tree_map)).__self__ is lu_trees.user_trees
+    assert pickle.loads(pickle.dumps(lu_trees.tree_map)).__self__ is lu_trees.transform_trees
+    with pytest.raises(TypeError, match="Pytrees.__reduce__"):
+        pickle.dumps(lu_trees.Pytrees(lu_trees.default_registry))
+
+
+def test_a_restart_serves_a_step_closing_over_tree_map(program: Program) -> None:
+    params = {"w": X, "b": Y["w"]}
+    before = dict(persistent_trace.stats)
+    first = lx.jit(_closing_over(lx.tree_util.tree_map))(params)
+    lx.clear_caches()
+    again = lx.jit(_closing_over(lx.tree_util.tree_map))(params)
+    assert persistent_trace.stats["hits"] == before["hits"] + 1
+    assert persistent_trace.stats["uncacheable"] == before["uncacheable"]
+    for k in params:
+        np.testing.assert_array_equal(np.asarray(again[k]), np.asarray(first[k]))

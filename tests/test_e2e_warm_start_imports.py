@@ -57,6 +57,19 @@ LOWERING = ("jaxlib.mlir.ir", "jaxlib.mlir.dialects.stablehlo", "jaxlib.mlir.dia
             "lamina_sharded_jit.lowering_rules")
 
 
+#: what the step does not use, so a warm start (either cache) must not load it:
+#: loaded on first use (PEP 562) by lamina.numpy, lax, control flow and the rule tables
+UNUSED = ("lamina_tracing_core.numpy.linalg", "lamina_tracing_core.numpy.fft",
+          "lamina_tracing_core.numpy.polynomial", "lamina_tracing_core.numpy.histograms",
+          "lamina_tracing_core.numpy.setops", "lamina_tracing_core.numpy.windows",
+          "lamina_tracing_core.lax.linalg", "lamina_mlir_lowering.lax_rules.linalg",
+          "jaxlib.cpu._lapack", "sysconfig")
+#: ... and what only the lowering rules load (those of control flow import it)
+UNUSED_ON_A_HIT = ("lamina_tracing_core.control_flow.scan",
+                   "lamina_tracing_core.control_flow.cond",
+                   "lamina_tracing_core.control_flow.loops")
+
+
 def _run(cache_dir: Path, mode: str) -> dict[str, Any]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(cache_dir), mode], env=env,
@@ -79,3 +92,11 @@ def test_a_trace_cache_hit_imports_no_mlir_and_no_lowering(tmp_path: Path) -> No
     lowered = _run(tmp_path, "compile")
     assert lowered["hits"] == 0 and lowered["loss"] == cold["loss"]
     assert set(LOWERING) <= set(lowered["modules"])
+
+
+def test_a_warm_start_loads_none_of_the_parts_the_step_does_not_use(tmp_path: Path) -> None:
+    _run(tmp_path, "trace")
+    for mode, unused in (("trace", UNUSED + UNUSED_ON_A_HIT), ("compile", UNUSED)):
+        # a trace cache hit; then a process that traces and lowers again
+        loaded = [m for m in unused if m in _run(tmp_path, mode)["modules"]]
+        assert loaded == [], f"a warm start ({mode}) imported {loaded}"

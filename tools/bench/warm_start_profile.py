@@ -31,6 +31,10 @@ import tempfile
 import time
 from typing import Any
 
+# What the benchmark's workers run without (harness.WORKER_ENV_REMOVED; not
+# imported from there, so that this tool's children load no more than they did).
+WORKER_ENV_REMOVED = ("PYTHONDONTWRITEBYTECODE",)
+
 MODES = ("both", "compile", "cold")
 
 
@@ -81,8 +85,11 @@ def _child(mode: str, directory: str) -> None:
 
 
 def _run(mode: str, directory: str) -> dict[str, Any]:
+    # as the benchmark's workers: load the .pyc files, do not recompile every source
+    env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_REMOVED}
     proc = subprocess.run([sys.executable, "-m", "tools.bench.warm_start_profile", "--child",
-                           mode, directory], capture_output=True, text=True, timeout=300)
+                           mode, directory], capture_output=True, text=True, timeout=300,
+                          env=env)
     if proc.returncode != 0:
         raise SystemExit(f"the profiled process failed:\n{proc.stderr[-3000:]}")
     report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -132,6 +132,17 @@ def run_example(script: Path, on: str, args: list[str], timeout: float) -> dict[
                 "seconds": round(time.perf_counter() - start, 1)}
 
 
+def relative_difference(ours: float, theirs: float) -> float:
+    """``|ours - theirs| / |theirs|``; equal values (NaN beside NaN, an infinity
+    beside the same infinity) differ by 0, a NaN or infinity beside anything
+    else by ``inf`` (never NaN, which ``max`` would pass over)."""
+    if ours == theirs or (math.isnan(ours) and math.isnan(theirs)):
+        return 0.0
+    if not (math.isfinite(ours) and math.isfinite(theirs)):
+        return math.inf
+    return abs(ours - theirs) / max(abs(theirs), 1e-12)
+
+
 def compare(lamina_file: Path, jax_file: Path, rtol: float) -> int:
     """Prints, per example, whether lamina ran and printed JAX's numbers."""
     ours, theirs = json.loads(lamina_file.read_text()), json.loads(jax_file.read_text())
@@ -147,8 +158,7 @@ def compare(lamina_file: Path, jax_file: Path, rtol: float) -> int:
             bad += 1
             continue
         x, y = a["numbers"], b["numbers"]
-        worst = max((abs(p - q) / max(abs(q), 1e-12) for p, q in zip(x, y)
-                     if not (math.isnan(p) and math.isnan(q))), default=0.0)
+        worst = max((relative_difference(p, q) for p, q in zip(x, y)), default=0.0)
         same = len(x) == len(y) and worst <= rtol
         bad += not same
         print(f"{name}: {len(x)} numbers (JAX {len(y)}), largest relative difference "

@@ -72,6 +72,22 @@ def test_compare_reports_equal_and_different_runs(tmp_path: Path,
     assert "b.py: exit status lamina 1, JAX 0" in out
 
 
+@pytest.mark.parametrize("ours, theirs", [
+    ([1.0, float("nan"), 3.0], [1.0, 2.0, 3.0]),
+    ([2.0, 3.0], [float("nan"), 3.0]),
+    ([float("inf")], [float("-inf")]),
+    ([float("inf")], [1e300]),
+])
+def test_compare_catches_nan_and_infinity_on_one_side(tmp_path: Path, ours: list[float],
+                                                      theirs: list[float]) -> None:
+    lam, jax = tmp_path / "lam.json", tmp_path / "jax.json"
+    lam.write_text(json.dumps({"a.py": {"rc": 0, "numbers": ours}}))
+    jax.write_text(json.dumps({"a.py": {"rc": 0, "numbers": theirs}}))
+    assert run_jax_examples.compare(lam, jax, rtol=0.0) == 1
+    lam.write_text(json.dumps({"a.py": {"rc": 0, "numbers": theirs}}))
+    assert run_jax_examples.compare(lam, jax, rtol=0.0) == 0  # NaN beside NaN is equal
+
+
 # Our own stand-in for an example: it imports the data set both ways JAX's
 # examples do, plots through matplotlib, and prints what the layout gives.
 LAYOUT_PROBE = """

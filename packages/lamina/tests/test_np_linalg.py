@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import lamina as lx
 import lamina.numpy as jnp
 
 RNG = np.random.default_rng(0)
@@ -192,3 +193,17 @@ def test_polynomials():
     check(jnp.vander(np.array([1, 2, 3])), np.vander(np.array([1, 2, 3])))
     check(jnp.vander(np.array([1.0, 2.0]), 3, increasing=True),
           np.vander(np.array([1.0, 2.0]), 3, increasing=True))
+
+
+def test_norms_eagerly_have_jax_compiled_bits():
+    # JAX jits its norms, so eager calls get XLA's fused reduction; JAX 0.10.2's
+    # values for this matrix (optax's nnls test reads the Frobenius norm).
+    a = lx.random.normal(lx.random.split(lx.random.key(0), 2)[0], (10, 21), dtype=jnp.float32)
+    q = a.mT @ a
+    assert float(jnp.linalg.matrix_norm(q, ord="fro")) == 99.3718032836914
+    assert float(jnp.linalg.norm(q)) == 99.3718032836914
+    assert float(jnp.linalg.matrix_norm(q, ord=1)) == 102.97130584716797
+    for f in (jnp.linalg.norm, jnp.linalg.vector_norm, jnp.linalg.matrix_norm):
+        assert float(f(q)) == float(lx.jit(f)(q))
+    np.testing.assert_array_equal(jnp.linalg.norm(q, axis=[0]), lx.jit(
+        lambda v: jnp.linalg.norm(v, axis=0))(q))

@@ -1,18 +1,16 @@
-"""Lowering speed: a 2,000-op chain well under JAX's own lowering time, and
-time linear in program size.
+"""Lowering work: a fixed, small amount of Python per equation, and work
+linear in program size.
 
-Reference (measured on the 2-core dev machine, jax 0.10.2): ``jit(f).lower(x)``
-of the same chain takes ~150 ms, ~95 ms of it lowering, which is ~13x the time
-of merely creating the 2,000 MLIR operations. The brief asks for at most half
-of JAX's time; the machine is shared and its speed varies, so the test
-compares with that floor measured in the same process (best of several
-interleaved runs): lamina must stay under 6.5x the floor (half of JAX's ~13x).
-Measured when quiet: ~21 ms, 2-3x the floor."""
+Speed itself is measured side by side with JAX by the benchmarks
+(``hatch run bench:run lower_*``), never asserted here: timings on a shared
+machine are noise. These tests count what a regression would change
+deterministically: the Python function calls lowering makes (a profile hook
+counts them). When written, lowering a chain of ``sin``/``mul`` equations made
+~13 Python calls per equation at every size."""
 
 from __future__ import annotations
 
-import gc
-import time
+import sys
 from typing import Any
 
 import numpy as np
@@ -32,57 +30,36 @@ def _chain(n_pairs: int) -> Any:
     return make_jaxpr(f)(np.ones(8, F32))
 
 
-def _best_time(closed: Any, repeats: int = 5) -> float:
-    ml.lower_jaxpr_to_module("jit_f", closed)   # warm caches (types, context)
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
-        start = time.perf_counter()
+def _python_calls_to_lower(closed: Any) -> int:
+    """Python function calls made by one lowering of ``closed`` (caches warm)."""
+    ml.lower_jaxpr_to_module("jit_f", closed)
+    calls = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        calls += event == "call"
+
+    sys.setprofile(count)
+    try:
         ml.lower_jaxpr_to_module("jit_f", closed)
-        best = min(best, time.perf_counter() - start)
-    return best
+    finally:
+        sys.setprofile(None)
+    return calls
 
 
-def _floor_time(n_pairs: int) -> float:
-    """Creating the same ops with the MLIR builders and nothing else."""
-    from jaxlib.mlir import ir
-    from jaxlib.mlir.dialects import func
-    from jaxlib.mlir.dialects import stablehlo as hlo
-    with ml.default_context(), ir.Location.unknown():
-        t = ir.RankedTensorType.get([8], ir.F32Type.get())
-        loc = ir.Location.fused([ir.Location.file("f.py", 1, 0), ir.Location.name("jit(f)/sin")])
-        start = time.perf_counter()
-        module = ir.Module.create()
-        with ir.InsertionPoint(module.body):
-            fn = func.FuncOp("main", ir.FunctionType.get([t], [t]))
-            with ir.InsertionPoint(fn.add_entry_block()):
-                x = fn.arguments[0]
-                for _ in range(n_pairs):
-                    x = hlo.multiply(hlo.sine(x, loc=loc), x, loc=loc)
-                func.ReturnOp([x])
-        return time.perf_counter() - start
-
-
-def test_2000_op_chain_is_fast() -> None:
+def test_2000_op_chain_lowers_with_little_python_per_equation() -> None:
     closed = _chain(1000)
     assert len(closed.jaxpr.eqns) == 2000
-    ml.lower_jaxpr_to_module("jit_f", closed)
-    best, floor = float("inf"), float("inf")
-    for _ in range(7):
-        gc.collect()
-        floor = min(floor, _floor_time(1000))
-        start = time.perf_counter()
-        ml.lower_jaxpr_to_module("jit_f", closed)
-        best = min(best, time.perf_counter() - start)
-    assert best / floor < 6.5, (best, floor)
-    assert best < 0.5   # a sanity bound that holds even on a heavily loaded machine
+    text = ml.lower_jaxpr_to_module("jit_f", closed).as_text()
+    assert text.count("stablehlo.sine") == 1000 and text.count("stablehlo.multiply") == 1000
+    assert _python_calls_to_lower(closed) / 2000 < 20
 
 
-def test_lowering_time_is_linear_in_program_size() -> None:
-    small = _best_time(_chain(250))
-    large = _best_time(_chain(2000))
+def test_lowering_work_is_linear_in_program_size() -> None:
+    small = _python_calls_to_lower(_chain(250))
+    large = _python_calls_to_lower(_chain(2000))
     # 8x the equations: linear is ~8x; quadratic would be ~64x.
-    assert large / small < 16
+    assert large / small < 10
 
 
 def _mlp_train_step(layers: int, width: int) -> Any:
@@ -108,10 +85,7 @@ def _mlp_train_step(layers: int, width: int) -> Any:
 def test_16_layer_mlp_train_step_lowers_and_runs() -> None:
     from ml_runner import run
     closed, params, x = _mlp_train_step(16, 32)
-    start = time.perf_counter()
     result = ml.lower_jaxpr_to_module("jit_step", closed)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0   # ~0.1 s when the machine is quiet
     assert result.arg_names[0] == "params[0][0]"
     flat = [a for pair in params for a in pair]
     outs = run(result, *flat, x, x)

@@ -251,3 +251,28 @@ def test_dce_prunes_branch_outputs_and_operands() -> None:
         assert b.jaxpr.debug_info.result_paths == ("result[0]",)
     validate_jaxpr_debug_info(new)
     core.check_jaxpr(new)
+
+
+def test_control_flow_keeps_its_functions_whichever_module_loads_first() -> None:
+    # ``cond`` and ``scan`` are both submodules and functions of the package,
+    # whose submodules load on first use: the functions stay the attributes.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import lamina_tracing_core.control_flow as cf\n"
+        "assert 'lamina_tracing_core.control_flow.scan' not in sys.modules\n"
+        "from lamina_tracing_core.control_flow.cond import cond_p\n"
+        "import lamina_tracing_core.control_flow.scan\n"
+        "from lamina_tracing_core.control_flow import cond, scan\n"
+        "assert callable(cond) and cond is cf.cond and cond.__name__ == 'cond'\n"
+        "assert callable(scan) and scan is cf.scan and scan.__name__ == 'scan'\n"
+        "assert cf.map is cf.lax_map and cf.loops.while_p is cf.while_p\n"
+        "print(sorted(n for n in dir(cf) if not n.startswith('_')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == str(["common", "cond", "cond_p", "fori_loop", "lax_map", "loops",
+                                       "map", "scan", "scan_p", "switch", "while_loop", "while_p"])

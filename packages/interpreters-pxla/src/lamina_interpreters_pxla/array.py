@@ -290,6 +290,11 @@ class Array(ArrayMethods, metaclass=_ArrayType):
             raise BufferError(
                 "__dlpack__ needs an array on a single device, but this one is sharded over "
                 f"{self.sharding.num_devices} devices")
+        if max_version is not None and tuple(max_version) < (0, 5):
+            raise BufferError(f"__dlpack__: DLPack versions below 0.5 are not supported, "
+                              f"but max_version={max_version} was requested")
+        if dl_device is not None and int(dl_device[0]) not in _DLPACK_DEVICE_TYPES.values():
+            raise BufferError(f"__dlpack__: unsupported device type in dl_device={dl_device}")
         if dl_device is not None and tuple(dl_device) != tuple(self.__dlpack_device__()):
             raise BufferError(f"__dlpack__: cannot export to device {dl_device} without a "
                               "transfer; device_put the array there first")

@@ -15,7 +15,6 @@ is not available is a :class:`BackendError` naming what is available.
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 import threading
@@ -88,6 +87,8 @@ def find_plugin_library(platform: str) -> str | None:
     pattern, lib_name = _PLUGIN_LIBRARIES.get(platform, ("", ""))
     if not pattern:
         return None
+    import glob  # here: a CPU-only process never searches for plugins
+
     for plugins in _plugin_folders():
         for folder in sorted(glob.glob(os.path.join(plugins, pattern)), reverse=True):
             candidate = os.path.join(folder, lib_name)

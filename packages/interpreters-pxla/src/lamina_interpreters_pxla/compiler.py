@@ -30,7 +30,7 @@ from lamina_interpreters_pxla._jaxlib import (
     _jax,
     xc,
 )
-from lamina_interpreters_pxla import persistent_cache
+from lamina_interpreters_pxla import monitoring, persistent_cache
 from lamina_interpreters_pxla.backends import device_list
 from lamina_mlir_lowering.serialization import parse_module
 from lamina_tracing_core.avals import ShapedArray
@@ -180,10 +180,17 @@ def _compile_through_disk(module: str | bytes, devices: list[Device], options: B
     key = ""
     if disk is not None:
         key = persistent_cache.entry_key(data, compile_options, devices)
+        monitoring.record_event("/jax/compilation_cache/compile_requests_use_cache")
+        retrieval_start = time.monotonic()
         loaded = disk.load(key, name, client, dl, compile_options)
         if loaded is not None:
+            monitoring.record_event("/jax/compilation_cache/cache_hits")
+            monitoring.record_event_duration_secs(
+                "/jax/compilation_cache/cache_retrieval_time_sec",
+                time.monotonic() - retrieval_start)
             _last_source.from_disk = True
             return loaded
+        monitoring.record_event("/jax/compilation_cache/cache_misses")
     start = time.perf_counter()
     try:
         loaded = backend_compile_and_load(client, module, dl, compile_options, ())

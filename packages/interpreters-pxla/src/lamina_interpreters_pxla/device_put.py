@@ -40,6 +40,7 @@ from lamina_interpreters_pxla.sharding import (
     resolve_partition_spec,
     single_device_sharding,
 )
+from lamina_interpreters_pxla.transfer_guard import explicit_device_get, explicit_device_put
 from lamina_interpreters_pxla.transfer import (
     ALWAYS_COPY,
     DONATE_INPUT,
@@ -95,8 +96,9 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = Fal
     leaves = [_check_leaf(leaf, dest, name) for leaf, dest, name in zip(leaves, dests, names)]
     _leaf_names.names = names  # lets the eager impl name leaves in its errors
     try:
-        outs = device_put_p.bind(*leaves, devices=tuple(dests), srcs=tuple(sources),
-                                 copy_semantics=tuple(semantics), may_alias=tuple(aliases))
+        with explicit_device_put():  # transfer guards let asked-for transfers through
+            outs = device_put_p.bind(*leaves, devices=tuple(dests), srcs=tuple(sources),
+                                     copy_semantics=tuple(semantics), may_alias=tuple(aliases))
     finally:
         _leaf_names.names = None
     return tree_util.tree_unflatten(treedef, outs)
@@ -198,11 +200,12 @@ def device_get(x: Any) -> Any:
     """The pytree ``x`` with every Array replaced by its (read-only) numpy value.
     All transfers start before the first one is awaited."""
     leaves, treedef = tree_util.tree_flatten(x)
-    for leaf in leaves:
-        if type(leaf) is Array:
-            leaf.copy_to_host_async()
-    return tree_util.tree_unflatten(
-        treedef, [np.asarray(leaf) if type(leaf) is Array else leaf for leaf in leaves])
+    with explicit_device_get():  # transfer guards let asked-for transfers through
+        for leaf in leaves:
+            if type(leaf) is Array:
+                leaf.copy_to_host_async()
+        values = [np.asarray(leaf) if type(leaf) is Array else leaf for leaf in leaves]
+    return tree_util.tree_unflatten(treedef, values)
 
 
 # --- the primitive's rules ---------------------------------------------------------

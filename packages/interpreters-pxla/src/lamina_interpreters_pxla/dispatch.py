@@ -60,6 +60,11 @@ from lamina_interpreters_pxla.executable import (
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.layouts import _custom_layouts
+from lamina_interpreters_pxla.monitoring import (
+    BACKEND_COMPILE_EVENT,
+    JAXPR_TO_MLIR_MODULE_EVENT,
+    timed_event,
+)
 from lamina_interpreters_pxla.sharding import (
     GSPMDSharding,
     NamedSharding,
@@ -486,13 +491,15 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
     # running only stored programs (the persistent caches) never needs.
     from lamina_mlir_lowering.lowering import lower_jaxpr_to_module
 
-    lowering = lower_jaxpr_to_module(
-        f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
-        num_partitions=n)
+    with timed_event(JAXPR_TO_MLIR_MODULE_EVENT, f"jit({prim.name})"):
+        lowering = lower_jaxpr_to_module(
+            f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
+            num_partitions=n)
     options = BuildOptions(num_partitions=n)
     start = time.perf_counter()
-    loaded = compile_module(lowering.module, devices, options, name=f"jit_{prim.name}",
-                            host_callbacks=lowering.host_callbacks)
+    with timed_event(BACKEND_COMPILE_EVENT, f"jit({prim.name})"):
+        loaded = compile_module(lowering.module, devices, options, name=f"jit_{prim.name}",
+                                host_callbacks=lowering.host_callbacks)
     log_compilation(prim.name, lowering.arg_names, in_avals, time.perf_counter() - start)
     out_shardings = _output_shardings(loaded, devices, out_avals, placement)
     return Executable(loaded, name=prim.name, in_avals=in_avals, out_avals=out_avals,

@@ -60,7 +60,6 @@ import hashlib
 import logging
 import os
 import struct
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -72,6 +71,7 @@ from jaxlib.version import __version__ as jaxlib_version
 from lamina_interpreters_pxla.__about__ import __version__ as runtime_version
 from lamina_interpreters_pxla._jaxlib import Device, LoadedExecutable
 from lamina_interpreters_pxla.config import ConfigError
+from lamina_interpreters_pxla import monitoring
 from lamina_linear_util.cache import explain_cache_misses_enabled
 from lamina_mlir_lowering.__about__ import __version__ as lowering_version
 
@@ -413,6 +413,8 @@ class PersistentCache:
 def write_atomically(path: str, blob: bytes) -> None:
     """Writes ``blob`` to a temporary file beside ``path``, then renames it over
     ``path``: a reader sees the old file or the whole new one, never a part."""
+    import tempfile  # here: a process that only reads the cache does not load it
+
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
@@ -439,12 +441,17 @@ def active_cache() -> PersistentCache | None:
     if _cache:
         return _cache[0]
     with _lock:
-        if not _cache:
+        set_up = not _cache
+        if set_up:
             directory = cache_config.read("compilation_cache_dir")
             enabled = cache_config.read("enable_compilation_cache")
             _cache.append(PersistentCache(os.path.abspath(os.path.expanduser(directory)))
                           if directory is not None and enabled else None)
-        return _cache[0]
+        cache = _cache[0]
+    if set_up:  # outside the lock: a listener may compile
+        monitoring.record_event("/jax/compilation_cache/tasks_using_cache" if cache is not None
+                                else "/jax/compilation_cache/task_disabled_cache")
+    return cache
 
 
 def is_initialized() -> bool:

@@ -33,6 +33,12 @@ default_matmul_precision  LAMINA_DEFAULT_MATMUL_PRECISION   tracing-core
                                                             trace_settings
 auto_pcast                LAMINA_AUTO_PCAST                 tracing-core
                                                             trace_settings
+transfer_guard,           (none; jaxlib's default, allow)   runtime
+transfer_guard_host_to_                                     transfer_guard
+device, ..._device_to_
+device, ..._device_to_host
+array_garbage_collection_ (none; jaxlib's default, allow)   runtime garbage_
+guard                                                       collection_guard
 ========================  ================================  ====================
 
 The persistent compilation cache's other settings (JAX's names, with and
@@ -53,6 +59,7 @@ from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
 from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
+from lamina_interpreters_pxla import garbage_collection_guard, transfer_guard
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
 from lamina_sharded_jit import persistent_trace
@@ -102,6 +109,24 @@ def _float_check(name: str) -> _Setting:
                     lambda value: set_float_check(name, bool(value)))
 
 
+def _transfer_guard(direction: str) -> _Setting:
+    return _Setting(functools.partial(transfer_guard.current_level, direction),
+                    functools.partial(transfer_guard.set_global_level, direction))
+
+
+def _all_transfer_guards() -> str | None:
+    """The level every direction has (JAX's set-only ``jax_transfer_guard``
+    reads back what was set); None when the directions differ."""
+    levels = {transfer_guard.current_level(d) for d in transfer_guard.DIRECTIONS}
+    return levels.pop() if len(levels) == 1 else None
+
+
+def _set_all_transfer_guards(level: Any) -> None:
+    transfer_guard.check_level(level)
+    for direction in transfer_guard.DIRECTIONS:
+        transfer_guard.set_global_level(direction, level)
+
+
 _SETTINGS: dict[str, _Setting] = {
     "enable_x64": _x64(),
     "platforms": _runtime("platforms"),
@@ -125,6 +150,11 @@ _SETTINGS: dict[str, _Setting] = {
        ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
         "auto_pcast")},
 }
+_SETTINGS.update({f"transfer_guard_{direction}": _transfer_guard(direction)
+                  for direction in transfer_guard.DIRECTIONS})
+_SETTINGS["transfer_guard"] = _Setting(_all_transfer_guards, _set_all_transfer_guards)
+_SETTINGS["array_garbage_collection_guard"] = _Setting(
+    garbage_collection_guard.current_level, garbage_collection_guard.set_global_level)
 _SETTINGS.update({name: _Setting(functools.partial(cache_config.read, name),
                                  functools.partial(cache_config.update, name))
                   for name in cache_config.names()})
@@ -143,6 +173,9 @@ _ALIASES = {
     "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
     "jax_default_matmul_precision": "default_matmul_precision",
     "jax_auto_pcast": "auto_pcast",
+    "jax_transfer_guard": "transfer_guard",
+    "jax_array_garbage_collection_guard": "array_garbage_collection_guard",
+    **{f"jax_transfer_guard_{d}": f"transfer_guard_{d}" for d in transfer_guard.DIRECTIONS},
 }
 
 
@@ -152,6 +185,8 @@ _NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disabl
                           "check_tracer_leaks",
                           "log_compiles",
                           "persistent_trace_cache", "persistent_trace_cache_verify",
+                          "transfer_guard", "array_garbage_collection_guard",
+                          *(f"transfer_guard_{d}" for d in transfer_guard.DIRECTIONS),
                           *cache_config.names()})
 
 

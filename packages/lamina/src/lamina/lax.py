@@ -24,6 +24,7 @@ from lamina_tracing_core.control_flow.solves import (
     linear_solve_p,
 )
 from lamina_tracing_core.lax import *  # noqa: F401,F403
+from lamina_tracing_core.lax import linalg as linalg  # lazy there, a name here
 from lamina_tracing_core.lax.collectives import pmean as pmean
 
 from lamina_sharded_jit import with_sharding_constraint

@@ -401,6 +401,17 @@ class Pytrees:
         self._flatten = registry.flatten
         self._flatten_with_path = registry.flatten_with_path
 
+    def __reduce__(self) -> str:
+        """The module global this is (pickle's by-name form): a bound method such
+        as ``lamina.tree_util.tree_map`` pickles, and the persistent trace cache
+        fingerprints it, by that name."""
+        for name in ("transform_trees", "user_trees"):
+            if globals().get(name) is self:
+                return name
+        raise TypeError("Pytrees.__reduce__: only the module's own Pytrees "
+                        "(transform_trees, user_trees) can be pickled, not one over "
+                        f"{self.registry!r}")
+
     def tree_flatten(self, tree: Any, is_leaf: Callable[[Any], bool] | None = None
                      ) -> tuple[list[Any], PyTreeDef]:
         """Flatten ``tree`` into its leaves and its structure.

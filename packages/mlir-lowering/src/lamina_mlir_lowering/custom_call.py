@@ -66,9 +66,18 @@ def _layouts_attr(layouts: Sequence[Layout]) -> ir.ArrayAttr:
 
 def ffi_attribute(value: Any) -> ir.Attribute:
     """An FFI attribute from a Python value: an ``ir.Attribute`` as is, a bool,
-    an int (i64), a float (f64), a str, or a NumPy scalar of its own type."""
+    an int (i64), a float (f64), a str, a NumPy scalar of its own type, a
+    NumPy array (a dense elements attribute of its dtype and shape), or a
+    dict of str keys (a dictionary of such attributes)."""
     if isinstance(value, ir.Attribute):
         return value
+    if isinstance(value, np.ndarray):
+        dense: ir.Attribute = ir.DenseElementsAttr.get(cast(Any, np.ascontiguousarray(value)))
+        return dense
+    if isinstance(value, Mapping):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError(f"ffi_attribute: a dict attribute needs str keys, got {value!r}")
+        return ir.DictAttr.get({k: ffi_attribute(v) for k, v in value.items()})
     if isinstance(value, (bool, np.bool_)):
         return ir.BoolAttr.get(bool(value))
     if isinstance(value, str):
@@ -97,12 +106,27 @@ def ffi_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
              operand_output_aliases: Mapping[int, int] | None = None,
              has_side_effect: bool = False,
              frontend_attributes: Mapping[str, str] | None = None,
+             api_version: int = 4,
+             legacy_backend_config: str | None = None,
              **attributes: Any) -> list[Value]:
     """Emits a typed-FFI custom call of ``target`` on ``operands`` with
     results of ``result_avals`` and returns the results. ``attributes`` reach
     the kernel by name (see :func:`ffi_attribute`);
     ``operand_output_aliases`` maps an operand index to the result it is
-    updated in place into."""
+    updated in place into.
+
+    ``api_version`` 4 (the default) is XLA's typed FFI, written as JAX writes
+    it: ``api_version`` left at StableHLO's default and the attributes in
+    ``mhlo.backend_config``, which tells XLA the call is typed. A lower
+    version calls a legacy custom-call target: it takes no attributes, and
+    ``legacy_backend_config`` is its opaque ``backend_config`` string."""
+    typed = api_version >= 4
+    if typed and legacy_backend_config is not None:
+        raise ctx.error(f"ffi_call({target!r}): legacy_backend_config needs an api_version "
+                        f"below 4, got {api_version}")
+    if not typed and attributes:
+        raise ctx.error(f"ffi_call({target!r}): attributes ({', '.join(sorted(attributes))}) "
+                        f"need an api_version of at least 4, got {api_version}")
     types = ctx.module_context.types
     operand_avals = ctx.avals_in if len(ctx.avals_in) == len(operands) else None
     if operand_layouts is None:
@@ -118,8 +142,9 @@ def ffi_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
     op_attributes: dict[str, ir.Attribute] = {
         "call_target_name": ir.StringAttr.get(target),
         "has_side_effect": ir.BoolAttr.get(has_side_effect),
-        "backend_config": ir.StringAttr.get(""),
-        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+        "backend_config": ir.StringAttr.get(legacy_backend_config or ""),
+        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
+                                          1 if typed else api_version),
         "called_computations": ir.ArrayAttr.get([]),
         "operand_layouts": _layouts_attr(operand_layouts),
         "result_layouts": _layouts_attr(result_layouts),
@@ -130,8 +155,9 @@ def ffi_call(ctx: LoweringRuleContext, target: str, operands: Sequence[Value],
     }
     op = hlo.CustomCallOp.build_generic(results=result_types, operands=list(operands),
                                         attributes=op_attributes)
-    op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(
-        {k: ffi_attribute(v) for k, v in attributes.items()})
+    if typed:
+        op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(
+            {k: ffi_attribute(v) for k, v in attributes.items()})
     if frontend_attributes:
         op.operation.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
             {k: ir.StringAttr.get(v) for k, v in frontend_attributes.items()})

@@ -8,6 +8,10 @@ process whose programs all come from the persistent trace cache.
 
 Modules holding many rules can be registered by name
 (:func:`defer_rule_module`): they are imported at the first lookup of a rule.
+The rules of the primitives of one module of tracing-core that programs
+rarely use (``lax.linalg``) can wait for that module
+(:func:`defer_rule_module_until`): none of its primitives can be in a jaxpr
+before it is imported, so a program that never imports it never loads them.
 A rule registered before such a module is loaded keeps its place: loading
 the module never replaces a rule registered earlier (in particular the
 user's overrides of lax rules, which ``lax_rules`` would otherwise replace).
@@ -16,6 +20,7 @@ user's overrides of lax rules, which ``lax_rules`` would otherwise replace).
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -27,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KNOWN_PLATFORMS", "LoweringRule", "canonicalize_platform", "defer_rule_module",
+    "defer_rule_module_until",
     "get_lowering_rule", "has_lowering_rule", "load_deferred_rules", "lowering_rules",
     "platform_lowering_rules", "register_lowering",
 ]
@@ -44,6 +50,9 @@ platform_lowering_rules: dict[str, dict[Primitive, LoweringRule]] = {
 #: modules whose import registers rules, imported at the first rule lookup
 #: (``lax_rules``: a rule for every primitive of tracing-core)
 _deferred: list[str] = ["lamina_mlir_lowering.lax_rules"]
+#: (module of primitives, module of their rules): the rules load at a rule lookup
+#: once the primitives' module is imported (or at :func:`load_deferred_rules`)
+_waiting: list[tuple[str, str]] = []
 _deferred_lock = threading.RLock()
 _loaded_once = False  # whether a rule was looked up (deferred modules load at once)
 _loading = False  # whether load_deferred_rules is importing (under the lock)
@@ -83,14 +92,29 @@ def defer_rule_module(module: str) -> None:
     with _deferred_lock:
         _deferred.append(module)
     if _loaded_once:
-        load_deferred_rules()
+        _load(everything=False)
+
+
+def defer_rule_module_until(primitives_module: str, module: str) -> None:
+    """Imports ``module`` (the rules of the primitives ``primitives_module``
+    defines) at the first rule lookup after ``primitives_module`` is imported,
+    or at :func:`load_deferred_rules`, whichever comes first."""
+    with _deferred_lock:
+        _waiting.append((primitives_module, module))
 
 
 def load_deferred_rules() -> None:
-    """Imports the modules given to :func:`defer_rule_module` (and
-    ``lax_rules``) that are not imported yet. Their rules never replace one
+    """Imports the modules given to :func:`defer_rule_module` and
+    :func:`defer_rule_module_until` (and ``lax_rules``) that are not imported
+    yet: afterwards the tables hold every rule. Their rules never replace one
     registered before they were loaded. Another thread looking a rule up
     meanwhile waits until they are in."""
+    _load(everything=True)
+
+
+def _load(everything: bool) -> None:
+    """The deferred modules, and of the waiting ones those whose primitives
+    are imported (all of them if ``everything``)."""
     global _loaded_once, _loading
     with _deferred_lock:
         _loaded_once = True
@@ -98,7 +122,9 @@ def load_deferred_rules() -> None:
             return
         _loading = True
         try:
-            while _deferred:
+            while _deferred or _ready(everything):
+                if not _deferred:
+                    _deferred.extend(_take_ready(everything))
                 earlier: dict[Any, dict[Primitive, LoweringRule]] = {
                     None: dict(lowering_rules),
                     **{p: dict(t) for p, t in platform_lowering_rules.items()}}
@@ -111,10 +137,21 @@ def load_deferred_rules() -> None:
             _loading = False
 
 
+def _ready(everything: bool) -> bool:
+    return any(everything or source in sys.modules for source, _ in _waiting)
+
+
+def _take_ready(everything: bool) -> list[str]:
+    ready = [pair for pair in _waiting if everything or pair[0] in sys.modules]
+    for pair in ready:
+        _waiting.remove(pair)
+    return [module for _, module in ready]
+
+
 def get_lowering_rule(prim: Primitive, platform: str) -> LoweringRule | None:
     """The rule that lowers ``prim`` for ``platform`` (override first), or None."""
-    if _deferred:
-        load_deferred_rules()
+    if _deferred or (_waiting and _ready(False)):
+        _load(everything=False)
     override = platform_lowering_rules[platform].get(prim)
     return override if override is not None else lowering_rules.get(prim)
 

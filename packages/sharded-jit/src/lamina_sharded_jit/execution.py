@@ -40,6 +40,11 @@ from lamina_interpreters_pxla.compiler import (
 from lamina_interpreters_pxla.executable import Executable
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
+from lamina_interpreters_pxla.monitoring import (
+    BACKEND_COMPILE_EVENT,
+    JAXPR_TO_MLIR_MODULE_EVENT,
+    timed_event,
+)
 from lamina_interpreters_pxla.sharding import (
     NamedSharding,
     PartitionSpec,
@@ -209,8 +214,9 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
         return hit[1]  # type: ignore[no-any-return]
     _explain_lowering_miss(jaxpr, key, name)
     start = time.perf_counter()
-    program = _lower(jaxpr, in_sh, out_sh, donated, name, bool(keep_unused),
-                     compiler_options_kvs, platforms, bool(committed), device, fmt)
+    with timed_event(JAXPR_TO_MLIR_MODULE_EVENT, _describe_fun(name)):
+        program = _lower(jaxpr, in_sh, out_sh, donated, name, bool(keep_unused),
+                         compiler_options_kvs, platforms, bool(committed), device, fmt)
     log_cost("lowering", _describe_fun(name), time.perf_counter() - start)
     stats["lowerings"] += 1
     with _lock:
@@ -362,9 +368,10 @@ def compile_program(program: LoweredProgram) -> CompiledProgram:
     lowering = program.lowering
     # Bytecode is what compile_module hashes and compiles (a module restored
     # from the trace cache is never parsed); callbacks need the ir.Module.
-    loaded = compile_module(lowering.module if lowering.host_callbacks else lowering.as_bytecode(),
-                            devices, options, name=lowering.module_name,
-                            host_callbacks=lowering.host_callbacks)
+    with timed_event(BACKEND_COMPILE_EVENT, f"jit({program.fun_name})"):
+        loaded = compile_module(
+            lowering.module if lowering.host_callbacks else lowering.as_bytecode(),
+            devices, options, name=lowering.module_name, host_callbacks=lowering.host_callbacks)
     elapsed = time.perf_counter() - start
     log_cost("compiling", program.lowering.module_name, elapsed)
     log_compilation(f"jit({program.fun_name})", program.arg_names, program.in_avals, elapsed)

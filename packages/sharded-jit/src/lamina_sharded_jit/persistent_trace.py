@@ -81,11 +81,9 @@ import dataclasses
 import enum
 import functools
 import hashlib
-import importlib.util
 import os
 import pickle
 import sys
-import sysconfig
 import types
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -236,12 +234,30 @@ def _feed_composite(h: Any, x: Any, t: type, depth: int, seen: set[int]) -> None
         for f in dataclasses.fields(x):
             _feed(h, f.name, depth, seen)
             _feed(h, getattr(x, f.name), depth, seen)
+    elif (global_name := _global_name(x, t)) is not None:
+        h.update(f"global:{t.__module__}.{global_name};".encode())
     elif t.__module__ not in ("builtins", "_thread") and hasattr(x, "__dict__") \
             and not hasattr(t, "__slots__"):
         h.update(f"object:{_name_of(t)}:".encode())
         _feed(h, dict(sorted(vars(x).items())), depth, seen)
     else:
         raise NotCacheable(f"a value of type {_name_of(t)} cannot be fingerprinted")
+
+
+_OBJECT_REDUCE: Any = object.__reduce__
+
+
+def _global_name(x: Any, t: type) -> str | None:
+    """The name of the module global ``x`` is, when its class says so the way
+    pickle reads it (``__reduce__`` returning a string): such an object is
+    the same one in every process that imports its module."""
+    if t.__reduce__ is _OBJECT_REDUCE:
+        return None
+    try:
+        reduced = x.__reduce__()
+    except Exception:  # noqa: BLE001  (a class that refuses pickling)
+        return None
+    return reduced if isinstance(reduced, str) else None
 
 
 def _feed_function(h: Any, fn: types.FunctionType, depth: int, seen: set[int]) -> None:
@@ -340,12 +356,17 @@ def call_key(info: JitInfo, static_key: Any, structure: Any, leaves: Sequence[An
 
 # --- what tracing read ---------------------------------------------------------------------------
 def _stdlib_dirs() -> tuple[str, ...]:
+    import sysconfig  # here: a process that records nothing does not load it
+
     paths = sysconfig.get_paths()
     return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib"))
 
 
 def _library_dirs() -> tuple[str, ...]:
     """site-packages and lamina's own packages: their globals are not compared."""
+    import importlib.util  # here, as sysconfig: only a process that records needs it
+    import sysconfig  # see _stdlib_dirs
+
     paths = sysconfig.get_paths()
     dirs = {os.path.realpath(paths[k]) for k in ("purelib", "platlib")}
     for name in ("lamina", "lamina_linear_util", "lamina_tracing_core", "lamina_mlir_lowering",
@@ -356,8 +377,14 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(d + os.sep for d in dirs)
 
 
-_STDLIB = _stdlib_dirs()
+_STDLIB: list[tuple[str, ...]] = []  # filled at first use: sysconfig is not cheap to load
 _LIBRARIES: list[tuple[str, ...]] = []
+
+
+def _stdlib() -> tuple[str, ...]:
+    if not _STDLIB:
+        _STDLIB.append(_stdlib_dirs())
+    return _STDLIB[0]
 
 
 def _is_library(path: str) -> bool:
@@ -400,7 +427,7 @@ def _recording() -> Iterator[dict[types.CodeType, GlobalsRead]]:
 
 def _globals_read(code: types.CodeType, module_globals: dict[str, Any]) -> GlobalsRead:
     path = code.co_filename
-    if path.startswith(_STDLIB) or _generated(path) or _is_library(os.path.realpath(path)):
+    if path.startswith(_stdlib()) or _generated(path) or _is_library(os.path.realpath(path)):
         return []
     module = module_globals.get("__name__")
     if not isinstance(module, str):
@@ -451,7 +478,7 @@ def _manifest(ran: dict[types.CodeType, GlobalsRead], jaxpr: Jaxpr) -> dict[str,
     files: dict[str, str] = {}
     for code in codes:
         path = code.co_filename
-        if path in files or path.startswith(_STDLIB) or _generated(path):
+        if path in files or path.startswith(_stdlib()) or _generated(path):
             continue
         digest = _file_hash(path)
         if digest is None:

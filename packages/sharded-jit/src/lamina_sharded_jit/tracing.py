@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from lamina_interpreters_pxla.monitoring import JAXPR_TRACE_EVENT, timed_event
 from lamina_interpreters_pxla.sharding import get_current_mesh
 from lamina_linear_util.cache import cache
 from lamina_linear_util.linear_util import WrappedFun
@@ -108,10 +109,11 @@ def _trace(fun: WrappedFun, in_shardings: tuple[Any, ...]) -> TraceResult:
     fresh, _mode.fresh = _mode.fresh, False  # only the outermost trace starts afresh
     outer_stack = set_name_stack(NameStack())
     try:
-        if fresh:
-            jaxpr, out_avals, consts = pe.trace_to_jaxpr_final(fun, in_avals)
-        else:
-            jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(fun, in_avals)
+        with timed_event(JAXPR_TRACE_EVENT, fun.__name__):
+            if fresh:
+                jaxpr, out_avals, consts = pe.trace_to_jaxpr_final(fun, in_avals)
+            else:
+                jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(fun, in_avals)
     finally:
         set_name_stack(outer_stack)
         _mode.fresh = fresh

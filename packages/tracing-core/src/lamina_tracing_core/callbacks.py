@@ -35,7 +35,7 @@ from lamina_tracing_core import batching
 from lamina_tracing_core import source_info as _si
 from lamina_tracing_core.ad_util import Zero
 from lamina_tracing_core.avals import ShapedArray, get_aval
-from lamina_tracing_core.control_flow.scan import lax_map
+from lamina_tracing_core import control_flow  # scan loads at the first batched callback
 from lamina_tracing_core.effects import (
     Effects,
     HostEffect,
@@ -180,7 +180,7 @@ def _sequential(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None]
             operands[i] = x
         return prim.bind(*operands, **params)
 
-    outs = lax_map(one, xs)
+    outs = control_flow.lax_map(one, xs)
     return list(outs), [0] * len(outs)
 
 

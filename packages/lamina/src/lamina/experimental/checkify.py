@@ -2,8 +2,8 @@
 
 ``checkify(f, errors=user_checks)`` returns ``g`` with ``g(*args) -> (err,
 out)``: ``f`` is traced to a jaxpr, which is then evaluated again with an
-error state threaded through it (through ``jit``, ``cond``, ``while_loop``,
-``scan``, ``checkpoint`` and custom derivatives): each check that can fail
+error state threaded through it (through ``jit``, ``pmap``, ``cond``,
+``while_loop``, ``scan``, ``checkpoint`` and custom derivatives): each check that can fail
 updates it, the first failure wins. ``err.get()`` is the message of the first
 failure (None if none), ``err.throw()`` raises it. ``err`` is a pytree, so
 ``jit(checkify(f))`` and ``vmap(checkify(f))`` return it (batched: the
@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from lamina_interpreters_pxla.pmap import pmap
+from lamina_interpreters_pxla.pmap_primitive import pmap_p
 from lamina_linear_util import tree_util as tu
 from lamina_sharded_jit.api import make_jaxpr
 from lamina_sharded_jit.primitive import pjit_p
@@ -297,6 +299,8 @@ def _run_eqn(eqn: JaxprEqn, invals: list[Any], state: _State,
         return _while(eqn, invals, state, sites)
     if prim is scan_p:
         return _scan(eqn, invals, state, sites)
+    if prim is pmap_p:
+        return _pmap(eqn, invals, state, sites)
     subfuns, params = prim.get_bind_params(eqn.params)
     result = prim.bind(*subfuns, *invals, **params)
     outs = list(result) if prim.multiple_results else [result]
@@ -363,6 +367,22 @@ def _scan(eqn: JaxprEqn, invals: list[Any], state: _State,
     (new_state, carry), ys = scan(body, (state, list(init)), list(xs), length=p["length"],
                                   reverse=p["reverse"])
     return [*carry, *ys], new_state
+
+
+def _pmap(eqn: JaxprEqn, invals: list[Any], state: _State,
+          sites: _Sites) -> tuple[list[Any], _State]:
+    """Each replica starts from ``state`` and returns its own: the state is then
+    mapped, as under ``vmap`` (the message names the first failing replica)."""
+    p = eqn.params
+
+    def replica(st: _State, *args: Any) -> tuple[list[Any], _State]:
+        return _run(p["call_jaxpr"], (), args, st, sites)
+
+    mapped = pmap(replica, axis_name=p["axis_name"], in_axes=(None, *p["in_axes"]),
+                  out_axes=(list(p["out_axes"]), 0), devices=p["devices"],
+                  backend=p["backend"])
+    outs, new_state = mapped(state, *invals)
+    return list(outs), new_state
 
 
 # --- the error value ---------------------------------------------------------------------------

@@ -14,6 +14,9 @@ convolutions, shape tuples).
 ``helpers`` holds the rule builders other layers can reuse.
 """
 
+import importlib as _importlib
+import typing as _typing
+
 from lamina_tracing_core.avals import dtype_of as _dtype_of
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.lax import collectives as collectives
@@ -25,7 +28,6 @@ from lamina_tracing_core.lax import elementwise as elementwise
 from lamina_tracing_core.lax import helpers as helpers
 from lamina_tracing_core.lax import contractions as contractions
 from lamina_tracing_core.lax import indexing as indexing
-from lamina_tracing_core.lax import linalg as linalg
 from lamina_tracing_core.lax import manual_types as manual_types
 from lamina_tracing_core.lax import prng as prng
 from lamina_tracing_core.lax import reductions as reductions
@@ -52,6 +54,9 @@ from lamina_tracing_core.lax.convolution_helpers import *  # noqa: F401,F403
 # lax.fft is the function (as in JAX); its module is lamina_tracing_core.lax.fft
 from lamina_tracing_core.lax.fft import *  # noqa: F401,F403
 from lamina_tracing_core import core as _core
+
+if _typing.TYPE_CHECKING:
+    from lamina_tracing_core.lax import linalg as linalg
 
 # Rules whose results are memoized while tracing (``core.abstract_eval_cached``):
 # the first-order primitives whose abstract evaluation reads only the avals and
@@ -94,3 +99,15 @@ def asarray(x: object) -> object:
     scalars as weakly typed constants, numpy values as strong constants."""
     get_aval(x)  # validates x is array-like
     return x
+
+
+def __getattr__(name: str) -> _typing.Any:
+    # ``lax.linalg`` (the decompositions, a large module) loads on first use:
+    # most programs never reach it.
+    if name != "linalg":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _importlib.import_module(f"{__name__}.linalg")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"linalg"})

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math as _math
+import importlib as _importlib
+import typing as _typing
 from typing import Any
 
 import numpy as _np
 
 from lamina_tracing_core.numpy import array_methods as _array_methods
-from lamina_tracing_core.numpy import linalg
-from lamina_tracing_core.numpy import fft
 from lamina_tracing_core.numpy import key_arrays as _key_arrays
 from lamina_tracing_core.numpy._util import UnsupportedArgumentError
-from lamina_tracing_core.numpy.calculus import diff, ediff1d, gradient, interp, trapezoid
 from lamina_tracing_core.numpy.creation import (
     arange,
     array,
@@ -123,6 +122,9 @@ from lamina_tracing_core.numpy.dtypes import (
     uint4,
 )
 from lamina_tracing_core.numpy.einsum import einsum, einsum_path
+# eager: a function named as its module (loading the module later would set the
+# package attribute to the module)
+from lamina_tracing_core.numpy.vectorize import apply_along_axis, apply_over_axes, piecewise, vectorize
 from lamina_tracing_core.numpy.indexing import (
     argwhere,
     choose,
@@ -138,18 +140,6 @@ from lamina_tracing_core.numpy.indexing import (
     take_along_axis,
     unravel_index,
     where,
-)
-from lamina_tracing_core.numpy.poly_fit import polyfit, roots
-from lamina_tracing_core.numpy.polynomial import (
-    poly,
-    polyadd,
-    polyder,
-    polydiv,
-    polyint,
-    polymul,
-    polysub,
-    polyval,
-    vander,
 )
 from lamina_tracing_core.numpy.products import (
     cross,
@@ -248,7 +238,6 @@ from lamina_tracing_core.numpy.shape_ops import (
     vsplit,
     vstack,
 )
-from lamina_tracing_core.numpy.signal import convolve, correlate
 from lamina_tracing_core.numpy.sorting import (
     argsort,
     bincount,
@@ -375,81 +364,6 @@ from lamina_tracing_core.numpy.ufuncs import (
     true_divide,
     trunc,
 )
-from lamina_tracing_core.numpy.array_edits import (
-    block,
-    delete,
-    diag_indices_from,
-    fill_diagonal,
-    insert,
-    put,
-    put_along_axis,
-    resize,
-)
-from lamina_tracing_core.numpy.extras import (
-    ComplexWarning,
-    argpartition,
-    bitwise_count,
-    frombuffer,
-    fromstring,
-    iterable,
-    load,
-    mask_indices,
-    matvec,
-    packbits,
-    partition,
-    place,
-    save,
-    savez,
-    sort_complex,
-    spacing,
-    trim_zeros,
-    unpackbits,
-    unwrap,
-    vecmat,
-)
-from lamina_tracing_core.numpy.histograms import (
-    histogram,
-    histogram2d,
-    histogram_bin_edges,
-    histogramdd,
-)
-from lamina_tracing_core.numpy.index_tricks import c_, index_exp, mgrid, ogrid, r_, s_
-from lamina_tracing_core.numpy.vectorize import (
-    apply_along_axis,
-    apply_over_axes,
-    piecewise,
-    vectorize,
-)
-from lamina_tracing_core.numpy.windows import (
-    bartlett,
-    blackman,
-    frexp,
-    fromfunction,
-    gcd,
-    geomspace,
-    hamming,
-    hanning,
-    i0,
-    kaiser,
-    lcm,
-)
-from lamina_tracing_core.numpy.printing import (
-    array_repr,
-    array_str,
-    get_printoptions,
-    printoptions,
-    set_printoptions,
-)
-from lamina_tracing_core.numpy.setops import (
-    intersect1d,
-    setdiff1d,
-    setxor1d,
-    union1d,
-    unique_all,
-    unique_counts,
-    unique_inverse,
-    unique_values,
-)
 # The binary ufuncs as ``ufunc`` objects (with .outer/.reduce/.accumulate/.at/.reduceat),
 # replacing the plain functions imported above, as jax.numpy has them.
 from lamina_tracing_core.numpy.ufunc_objects import (  # noqa: F811
@@ -470,6 +384,80 @@ from lamina_tracing_core.numpy.ufunc_objects import (  # noqa: F811
     subtract,
     ufunc,
 )
+
+if _typing.TYPE_CHECKING:  # what the lazy names below are, for type checkers
+    from lamina_tracing_core.numpy import linalg as linalg
+    from lamina_tracing_core.numpy import fft as fft
+    from lamina_tracing_core.numpy.calculus import diff, ediff1d, gradient, interp, trapezoid
+    from lamina_tracing_core.numpy.poly_fit import polyfit, roots
+    from lamina_tracing_core.numpy.polynomial import (
+        poly, polyadd, polyder, polydiv, polyint, polymul, polysub, polyval, vander,
+    )
+    from lamina_tracing_core.numpy.signal import convolve, correlate
+    from lamina_tracing_core.numpy.array_edits import (
+        block, delete, diag_indices_from, fill_diagonal, insert, put, put_along_axis, resize,
+    )
+    from lamina_tracing_core.numpy.extras import (
+        ComplexWarning, argpartition, bitwise_count, frombuffer, fromstring, iterable, load,
+        mask_indices, matvec, packbits, partition, place, save, savez, sort_complex, spacing,
+        trim_zeros, unpackbits, unwrap, vecmat,
+    )
+    from lamina_tracing_core.numpy.histograms import (
+        histogram, histogram2d, histogram_bin_edges, histogramdd,
+    )
+    from lamina_tracing_core.numpy.index_tricks import c_, index_exp, mgrid, ogrid, r_, s_
+    from lamina_tracing_core.numpy.windows import (
+        bartlett, blackman, frexp, fromfunction, gcd, geomspace, hamming, hanning, i0, kaiser,
+        lcm,
+    )
+    from lamina_tracing_core.numpy.printing import (
+        array_repr, array_str, get_printoptions, printoptions, set_printoptions,
+    )
+    from lamina_tracing_core.numpy.setops import (
+        intersect1d, setdiff1d, setxor1d, union1d, unique_all, unique_counts, unique_inverse,
+        unique_values,
+    )
+
+#: public names whose modules load on first use (PEP 562): name -> submodule.
+#: A program that uses none of them (a jitted MLP) starts without these modules;
+#: each submodule's own name maps to it (``linalg``, ``fft``, ``extras``, ...).
+_LAZY: dict[str, str] = {
+    **{module: module for module in (
+        "linalg", "fft", "calculus", "poly_fit", "polynomial", "signal", "array_edits",
+        "extras", "histograms", "index_tricks", "windows", "printing", "setops")},
+    **dict.fromkeys(("diff", "ediff1d", "gradient", "interp", "trapezoid"), "calculus"),
+    **dict.fromkeys(("polyfit", "roots"), "poly_fit"),
+    **dict.fromkeys((
+        "poly", "polyadd", "polyder", "polydiv", "polyint", "polymul", "polysub",
+        "polyval", "vander",
+    ), "polynomial"),
+    **dict.fromkeys(("convolve", "correlate"), "signal"),
+    **dict.fromkeys((
+        "block", "delete", "diag_indices_from", "fill_diagonal", "insert", "put",
+        "put_along_axis", "resize",
+    ), "array_edits"),
+    **dict.fromkeys((
+        "ComplexWarning", "argpartition", "bitwise_count", "frombuffer", "fromstring",
+        "iterable", "load", "mask_indices", "matvec", "packbits", "partition", "place",
+        "save", "savez", "sort_complex", "spacing", "trim_zeros", "unpackbits", "unwrap",
+        "vecmat",
+    ), "extras"),
+    **dict.fromkeys((
+        "histogram", "histogram2d", "histogram_bin_edges", "histogramdd",
+    ), "histograms"),
+    **dict.fromkeys(("c_", "index_exp", "mgrid", "ogrid", "r_", "s_"), "index_tricks"),
+    **dict.fromkeys((
+        "bartlett", "blackman", "frexp", "fromfunction", "gcd", "geomspace", "hamming",
+        "hanning", "i0", "kaiser", "lcm",
+    ), "windows"),
+    **dict.fromkeys((
+        "array_repr", "array_str", "get_printoptions", "printoptions", "set_printoptions",
+    ), "printing"),
+    **dict.fromkeys((
+        "intersect1d", "setdiff1d", "setxor1d", "union1d", "unique_all", "unique_counts",
+        "unique_inverse", "unique_values",
+    ), "setops"),
+}
 
 newaxis = None
 pi = _math.pi
@@ -578,3 +566,17 @@ __all__ += [
     'setxor1d', 'ufunc', 'union1d', 'unique_all', 'unique_counts', 'unique_inverse',
     'unique_values',
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded = _importlib.import_module(f"{__name__}.{module}")
+    value = loaded if module == name else getattr(loaded, name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -35,8 +35,8 @@ from lamina_tracing_core import lax
 from lamina_tracing_core.avals import ShapedArray, get_aval
 
 __all__ = ["IMPLS", "KeyDType", "PRNGImpl", "PRNGKeyArray", "extended", "is_key_array",
-           "key_arrays_of", "key_type", "logical_axis", "prng_key", "register_key_like",
-           "resolve_impl"]
+           "key_arrays_of", "key_type", "keys_equal", "logical_axis", "prng_key",
+           "register_key_like", "resolve_impl"]
 
 
 class extended(np.generic):  # noqa: N801 - JAX's name
@@ -265,6 +265,15 @@ class PRNGKeyArray:
             ready()
         return self
 
+    # --- comparison: elementwise, as arrays compare (so, like arrays, unhashable) -------------
+    def __eq__(self, other: object) -> Any:
+        return keys_equal("lamina.numpy.equal", self, other)
+
+    def __ne__(self, other: object) -> Any:
+        return lax.bitwise_not(keys_equal("lamina.numpy.not_equal", self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __bool__(self) -> bool:
         raise TypeError("key array cannot be converted to boolean.")
 
@@ -322,6 +331,28 @@ def key_arrays_of(fun: str, values: Sequence[Any], names: Sequence[str]) -> list
                             f"argument {first.dtype}; keys of different implementations do "
                             "not mix")
     return list(values)
+
+
+def keys_equal(fun: str, x1: Any, x2: Any) -> Any:
+    """``x1 == x2`` for key arrays of one implementation, elementwise over the
+    keys' broadcast shape: two keys are equal when all their key data is."""
+    a, b = key_arrays_of(fun, (x1, x2), ("x1", "x2"))
+    try:
+        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    except ValueError:
+        raise TypeError(f"{fun}: key arrays x1 of shape {a.shape} and x2 of shape {b.shape} "
+                        "do not broadcast together") from None
+    same = lax.eq(_data_broadcast_to(a, shape), _data_broadcast_to(b, shape))
+    return lax.reduce_and(same, tuple(range(len(shape), len(shape) + len(a.impl.key_shape))))
+
+
+def _data_broadcast_to(keys: PRNGKeyArray, shape: tuple[int, ...]) -> Any:
+    full = shape + keys.impl.key_shape
+    data_shape = tuple(get_aval(keys.base).shape)
+    if data_shape == full:
+        return keys.base
+    return lax.broadcast_in_dim(keys.base, full, tuple(range(len(full) - len(data_shape),
+                                                             len(full))))
 
 
 class _KeyDataEntry:

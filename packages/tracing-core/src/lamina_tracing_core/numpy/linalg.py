@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core.control_flow.solves import custom_linear_solve
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.lax.helpers import operand_origin
@@ -140,9 +141,15 @@ def norm(x: ArrayLike, ord: Any = None, axis: Any = None, keepdims: bool = False
     """Vector norms (one axis: ord None/2, 1, inf, -inf, 0, any p) and matrix
     norms (two axes: None/'fro', 1, -1, inf, -inf, 2, -2, 'nuc'); without ``axis`` a 1-D
     or 2-D ``x`` picks accordingly, and ``ord=None`` is the 2-norm of the
-    flattened ``x``."""
+    flattened ``x``. Eagerly, one compiled program, as JAX's (its bits)."""
     (a,) = _util.promote_dtypes_inexact("norm", x)
     a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        axis = tuple(axis)
+    return _norm_compiled(a, ord, axis, keepdims)
+
+
+def _norm(a: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
     nd = _util.ndim_of(a)
     if axis is None:
         if ord is None:
@@ -165,11 +172,21 @@ def norm(x: ArrayLike, ord: Any = None, axis: Any = None, keepdims: bool = False
     raise ValueError("lamina.numpy.linalg.norm: improper number of axes (1 or 2 are allowed)")
 
 
+_norm_compiled = tc_api.compiled_when_eager(_norm, static_argnums=(1, 2, 3))
+
+
 def vector_norm(x: ArrayLike, /, *, axis: Any = None, keepdims: bool = False,
                 ord: Any = 2) -> Array:
-    """The array-API vector norm over ``axis`` (all axes, flattened, if None)."""
+    """The array-API vector norm over ``axis`` (all axes, flattened, if None);
+    eagerly, one compiled program, as JAX's."""
     (a,) = _util.promote_dtypes_inexact("vector_norm", x)
     a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        axis = tuple(axis)
+    return _vector_norm_compiled(a, axis, keepdims, ord)
+
+
+def _vector_norm_of(a: Any, axis: Any, keepdims: bool, ord: Any) -> Any:
     if axis is None:
         shape = _util.shape_of(a)
         out = _vector_norm(lax.reshape(a, (math.prod(shape),)), ord, (0,), False)
@@ -178,14 +195,18 @@ def vector_norm(x: ArrayLike, /, *, axis: Any = None, keepdims: bool = False,
     return _vector_norm(a, ord, axes, keepdims)
 
 
+_vector_norm_compiled = tc_api.compiled_when_eager(_vector_norm_of, static_argnums=(1, 2, 3))
+
+
 def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: Any = "fro") -> Array:
-    """The array-API matrix norm over the last two axes."""
+    """The array-API matrix norm over the last two axes; eagerly, one compiled
+    program, as JAX's."""
     (a,) = _util.promote_dtypes_inexact("matrix_norm", x)
     a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
     nd = _util.ndim_of(a)
     if nd < 2:
         raise ValueError("lamina.numpy.linalg.matrix_norm requires at least 2 dimensions")
-    return _matrix_norm(a, ord, (nd - 2, nd - 1), keepdims)
+    return _norm_compiled(a, ord, (nd - 2, nd - 1), keepdims)
 
 
 # --- decompositions and solvers -----------------------------------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 
 from lamina_tracing_core import lax
 from lamina_tracing_core.avals import get_aval
-from lamina_tracing_core.control_flow import fori_loop, scan
+from lamina_tracing_core import control_flow  # its loops load at the first loop
 from lamina_tracing_core.numpy import _util, reductions, ufuncs
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy.creation import asarray
@@ -172,7 +172,7 @@ class ufunc:  # noqa: N801 - NumPy's name
             value, keep = elems
             return lax.select(keep, _util.convert(self(carry, value), dt), carry), None
 
-        result, _ = scan(step, init, rest if w_rest is None else (rest, w_rest))
+        result, _ = control_flow.scan(step, init, rest if w_rest is None else (rest, w_rest))
         return lax.reshape(result, final)
 
     # --- accumulate ---------------------------------------------------------------------------
@@ -201,7 +201,7 @@ class ufunc:  # noqa: N801 - NumPy's name
             return y, y
 
         first = lax.index_in_dim(x, 0, keepdims=False)
-        _, rest = scan(step, first, lax.slice_in_dim(x, 1, shape[ax], 1, 0))
+        _, rest = control_flow.scan(step, first, lax.slice_in_dim(x, 1, shape[ax], 1, 0))
         result = lax.concatenate([lax.expand_dims(first, (0,)), rest], 0)
         return moveaxis(result, 0, ax)
 
@@ -240,7 +240,7 @@ class ufunc:  # noqa: N801 - NumPy's name
             rest = tuple(getitem(v, k) if _util.ndim_of(v) else v for v in vals)
             return index_update(arr, where_k, self(getitem(arr, where_k), *rest), "set")
 
-        return fori_loop(0, n, body, x)
+        return control_flow.fori_loop(0, n, body, x)
 
     # --- reduceat -----------------------------------------------------------------------------
     def reduceat(self, a: ArrayLike, indices: Any, axis: int = 0, dtype: Any = None,
@@ -283,7 +283,7 @@ class ufunc:  # noqa: N801 - NumPy's name
                                        (m, *rest_shape), tuple(range(1, nd + 1)))
             return lax.select(inside, _util.convert(self(acc, row), dt), acc)
 
-        result = fori_loop(0, length, body, out0)
+        result = control_flow.fori_loop(0, length, body, out0)
         return moveaxis(result, 0, ax)
 
 

@@ -29,6 +29,7 @@ from lamina_tracing_core.lax import helpers as lax_helpers
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
+from lamina_tracing_core.numpy.key_arrays import is_key_array, key_arrays_of, keys_equal
 
 Unary = Callable[[ArrayLike], Array]
 Binary = Callable[[ArrayLike, ArrayLike], Array]
@@ -530,8 +531,24 @@ def logical_not(x: ArrayLike, /) -> Array:
 
 
 # --- comparisons ---------------------------------------------------------------------------
-equal = _binary("equal", lax.eq, "same", "``x1 == x2`` elementwise.")
-not_equal = _binary("not_equal", lax.ne, "same", "``x1 != x2`` elementwise.")
+_array_equal = _binary("equal", lax.eq, "same", "``x1 == x2`` elementwise.")
+_array_not_equal = _binary("not_equal", lax.ne, "same", "``x1 != x2`` elementwise.")
+
+
+def equal(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """``x1 == x2`` elementwise (typed keys compare by their key data)."""
+    if is_key_array(x1) or is_key_array(x2):
+        return keys_equal("lamina.numpy.equal", x1, x2)
+    return _array_equal(x1, x2)
+
+
+def not_equal(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """``x1 != x2`` elementwise (typed keys compare by their key data)."""
+    if is_key_array(x1) or is_key_array(x2):
+        return lax.bitwise_not(keys_equal("lamina.numpy.not_equal", x1, x2))
+    return _array_not_equal(x1, x2)
+
+
 def _ordering(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """``compare`` (lax.lt, ...) as NumPy orders complex values: by the real
     parts, and by the imaginary parts where the real parts are equal."""
@@ -920,7 +937,10 @@ def modf(x: ArrayLike, /) -> tuple[Array, Array]:
 # --- closeness ----------------------------------------------------------------------------
 def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
             equal_nan: bool = False) -> Array:
-    """``|a - b| <= atol + rtol * |b|`` elementwise; infinities equal only themselves."""
+    """``|a - b| <= atol + rtol * |b|`` elementwise; infinities equal only themselves.
+    Typed keys are close when equal."""
+    if is_key_array(a) or is_key_array(b):
+        return keys_equal("lamina.numpy.isclose", a, b)
     x, y = _util.promote_args("isclose", a, b)
     if not _is_inexact(x):
         x, y = _util.promote_args_inexact("isclose", x, y)
@@ -950,9 +970,14 @@ def allclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLik
 
 def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
     """True if the arrays have the same shape and elements."""
+    if is_key_array(a1) or is_key_array(a2):
+        keys = key_arrays_of("lamina.numpy.array_equal", (a1, a2), ("a1", "a2"))
+        if keys[0].shape != keys[1].shape:
+            return lax.full((), False, dtypes.bool_)
+        return _all(keys_equal("lamina.numpy.array_equal", *keys))
     x, y = _util.operands("array_equal", a1, a2)
     if _util.shape_of(x) != _util.shape_of(y):
-        return _util.convert(False, dtypes.bool_)
+        return lax.full((), False, dtypes.bool_)
     x, y = _util.promote_dtypes("array_equal", x, y)
     same = lax.eq(x, y)
     if equal_nan:
@@ -961,10 +986,10 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
 
 
 def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
-    """True if the arrays broadcast to each other with equal elements."""
-    x, y = _util.operands("array_equiv", a1, a2)
-    try:
-        x, y = _util.promote_args("array_equiv", x, y)
-    except TypeError:  # shapes that do not broadcast
-        return _util.convert(False, dtypes.bool_)
+    """True if the arrays broadcast to each other with equal elements; arrays that do
+    not broadcast are an error."""
+    if is_key_array(a1) or is_key_array(a2):
+        return _all(keys_equal("lamina.numpy.array_equiv", a1, a2))
+    # Shapes that do not broadcast are promote_args' error, as in JAX (NumPy says False).
+    x, y = _util.promote_args("array_equiv", a1, a2)
     return _all(lax.eq(x, y))

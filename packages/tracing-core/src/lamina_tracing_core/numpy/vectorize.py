@@ -12,7 +12,7 @@ from typing import Any
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.api import vmap
 from lamina_tracing_core.avals import get_aval
-from lamina_tracing_core.control_flow import switch
+from lamina_tracing_core import control_flow  # cond loads at the first piecewise
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy.creation import asarray
@@ -232,5 +232,5 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any,
         return lambda xs, *a: lax.full((), f, dt)
 
     branches = [branch(f) for f in funcs]
-    elementwise = vectorize(lambda i, xs, *a: switch(i, branches, xs, *a))
+    elementwise = vectorize(lambda i, xs, *a: control_flow.switch(i, branches, xs, *a))
     return elementwise(index, v, *args)
