@@ -9,6 +9,13 @@ the result JAX 0.10.2 gave for the same call in the peer environment:
 typed one, ``E:Class`` for the built-in exception class raised (lamina's
 exceptions may subclass it). ``_CASES`` were recorded with
 ``jax_enable_x64`` off, ``_X64_CASES`` with it on.
+
+Kinds of key: ``u``/``b``/``p`` call a function on one or two inputs, ``j``/
+``jb`` the same under ``jit`` (eager and jitted calls must both agree with
+JAX), ``r`` a reduction and ``la`` a ``linalg`` function (options after the
+input: ``axis0``, ``keepdims``, ``dtype=...``, ``ord=...``; ``2d_`` stacks
+two copies of a 1-d input), ``s`` a call of ``_SPECIAL`` (edge cases of
+``sort_complex``, ``unwrap``, ``interp``, ``sign``, ``heaviside``).
 """
 from __future__ import annotations
 
@@ -95,14 +102,14 @@ _SPECIAL: dict[str, Callable[[Any], Any]] = {
     "sign": lambda v: jnp.sign(v),
     "heaviside": lambda v: jnp.heaviside(v, 0.5),
     "heaviside2": lambda v: jnp.heaviside(0.5, v),
-    "interp_left": lambda v: jnp.interp(_A1(), _A1(), _A1(), left=v),
-    "interp_fp": lambda v: jnp.interp(_A1(), _A1(), v),
-    "unwrap_period": lambda v: jnp.unwrap(_A1(), period=v),
+    "interp_left": lambda v: jnp.interp(_halves(), _halves(), _halves(), left=v),
+    "interp_fp": lambda v: jnp.interp(_halves(), _halves(), v),
+    "unwrap_period": lambda v: jnp.unwrap(_halves(), period=v),
     "unwrap_disc": lambda v: jnp.unwrap(jnp.asarray(np.array([1, 1], np.int32)), discont=v),
-    "interp_empty": lambda _: jnp.interp(_A1(), jnp.zeros((0,)), jnp.zeros((0,))),
-    "interp_2d": lambda _: jnp.interp(_A1(), jnp.zeros((2, 2)), jnp.zeros((2, 2))),
-    "interp_mismatch": lambda _: jnp.interp(_A1(), jnp.zeros((3,)), jnp.zeros((2,))),
-    "interp_period0": lambda _: jnp.interp(_A1(), _A1(), _A1(), period=0),
+    "interp_empty": lambda _: jnp.interp(_halves(), jnp.zeros((0,)), jnp.zeros((0,))),
+    "interp_2d": lambda _: jnp.interp(_halves(), jnp.zeros((2, 2)), jnp.zeros((2, 2))),
+    "interp_mismatch": lambda _: jnp.interp(_halves(), jnp.zeros((3,)), jnp.zeros((2,))),
+    "interp_period0": lambda _: jnp.interp(_halves(), _halves(), _halves(), period=0),
     "unwrap_2d_axis": lambda _: jnp.unwrap(jnp.zeros((2, 3)), axis=2),
     "unwrap_empty": lambda _: jnp.unwrap(jnp.zeros((0,))),
     "sort_complex_2d": lambda _: jnp.sort_complex(jnp.zeros((2, 3))),
@@ -110,7 +117,8 @@ _SPECIAL: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _A1() -> Any:
+def _halves() -> Any:
+    """``[0.5, 0.5]`` in float32: the points and values of the interp cases."""
     return jnp.asarray(np.array([0.5, 0.5], np.float32))
 
 
