@@ -355,6 +355,8 @@ def dtype_and_weakness(x: Any) -> tuple[np.dtype[Any], bool]:
     if type(x) in _PYTHON_SCALAR_DTYPES:
         entry = _PYTHON_SCALAR_DTYPES[type(x)]
         return (entry if isinstance(entry, np.dtype) else entry()), type(x) is not bool
+    if isinstance(x, np.generic):  # np.float64 and np.complex128 subclass float and complex
+        return canonicalize_dtype(x.dtype), False
     if isinstance(x, bool):
         return bool_, False
     if isinstance(x, int):
@@ -455,7 +457,7 @@ def _extreme(dtype: np.dtype[Any], sign: int) -> np.ndarray[Any, Any]:
         return np.array(sign > 0)
     if dtype in INEXACT:
         inf = np.array(sign * np.inf, dtype)
-        if np.isinf(inf.astype(np.float64)):
+        if np.isinf(np.real(inf).astype(np.float64)):  # the real part: no ComplexWarning
             return inf
         info = finfo(dtype)
         return np.array(info.max if sign > 0 else info.min, dtype)

@@ -26,7 +26,7 @@ import numpy as np
 from lamina_tracing_core import core, dtypes, lax
 from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
-from lamina_tracing_core.lax.convert import convert_element_type_internal
+from lamina_tracing_core.lax.convert import convert_element_type_internal, convert_element_type_p
 from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
 from lamina_tracing_core.trace_settings import state as _settings
 
@@ -99,6 +99,26 @@ def _builtin_scalar(x: Any) -> Any:
     if isinstance(x, float):
         return float(x)
     return complex(x)
+
+
+def host_array(value: np.ndarray[Any, Any], weak_type: bool) -> Array:
+    """A host value as an array of the eval trace: with the runtime loaded, an
+    uncommitted device Array on the default device. It is converted on a
+    fresh eval trace, so under ``jit`` it stays a constant (no equation), as
+    in JAX."""
+    with core.new_main(core.EvalTrace, dynamic=True, transform="host constant"):
+        return convert_element_type_p.bind(value, new_dtype=value.dtype, weak_type=weak_type,
+                                           sharding=None)
+
+
+def as_array(x: ArrayLike) -> Array:
+    """``x`` as a lamina array of its dtype and weak type: a function's result
+    is an array even where it computed nothing (``floor(1)``, ``real(0.5)``),
+    as JAX's are; tracers and arrays pass through."""
+    if is_lamina_array(x) or has_no_value(x):
+        return x
+    aval = get_aval(x)
+    return host_array(np.asarray(x, aval.dtype), aval.weak_type)
 
 
 def operands(fun: str, *args: Any, names: Sequence[str] | None = None) -> list[ArrayLike]:
@@ -210,10 +230,11 @@ def promote_dtypes_inexact(fun: str, *args: Any) -> list[ArrayLike]:
 
 
 def promote_dtypes_numeric(fun: str, *args: Any) -> list[ArrayLike]:
-    """Promotion, then bools to the default int (weakness kept)."""
+    """Promotion, then bools to int32 (JAX's numeric dtype of bool, also with
+    x64 on; weakness kept)."""
     ops = operands(fun, *args)
     dtype, weak = dtypes.result_type(*ops, return_weak_type_flag=True)
-    new = dtypes.default_int_dtype() if dtypes.is_boolean(dtype) else dtype
+    new = dtypes.int32 if dtypes.is_boolean(dtype) else dtype
     return [convert_element_type_internal(x, new, weak) for x in ops]
 
 

@@ -13,11 +13,12 @@ from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
-from lamina_tracing_core.numpy.indexing import take
+from lamina_tracing_core.numpy.indexing import take, where
 from lamina_tracing_core.numpy.reductions import sum as _sum
 from lamina_tracing_core.numpy.shape_ops import broadcast_to, concatenate, moveaxis, ravel
 from lamina_tracing_core.numpy.sorting import argsort, searchsorted
-from lamina_tracing_core.numpy.ufuncs import add, multiply, remainder, subtract
+from lamina_tracing_core.numpy.ufuncs import (absolute, add, clip, divide, greater, less, multiply,
+                                              remainder, subtract)
 
 
 def _difference(a: Any, b: Any) -> Any:
@@ -158,59 +159,78 @@ def _trapezoid(y: Any, x: Any, dx: Any, axis: int) -> Array:
 _trapezoid_compiled = tc_api.compiled_when_eager(_trapezoid, static_argnums=(3,))
 
 
-def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None,
-           right: ArrayLike | None = None, period: ArrayLike | None = None) -> Array:
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None = None,
+           right: ArrayLike | str | None = None, period: ArrayLike | None = None) -> Array:
     """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp``
     increasing) at ``x``; ``left``/``right`` outside the range (default the
-    end values), or periodic with ``period``."""
-    (fps,) = _util.promote_dtypes_inexact("interp", fp)
-    xs, xps = _util.promote_dtypes_inexact("interp", x, xp)
-    if _util.ndim_of(xps) != 1 or _util.ndim_of(fps) != 1:
-        raise ValueError("lamina.numpy.interp: xp and fp must be one-dimensional")
-    if _util.shape_of(xps) != _util.shape_of(fps):
-        raise ValueError("lamina.numpy.interp: xp and fp must have the same length")
+    end values; ``'extrapolate'`` continues the end segments), or periodic
+    with ``period`` (then ``left``/``right`` are not used).
+
+    The result's dtype and weakness are JAX's: the promotion of ``fp``'s
+    inexact dtype with ``x``/``xp``'s (and ``period``'s), then with
+    ``left``/``right``."""
+    xs, xps, fps = _util.operands("interp", x, xp, fp, names=("x", "xp", "fp"))
+    if _util.shape_of(xps) != _util.shape_of(fps) or _util.ndim_of(xps) != 1:
+        raise ValueError("lamina.numpy.interp: xp and fp must be one-dimensional arrays of "
+                         f"equal size, got shapes {_util.shape_of(xps)} and "
+                         f"{_util.shape_of(fps)}")
+    xs, xps = _util.promote_dtypes_inexact("interp", xs, xps)
+    (fps,) = _util.promote_dtypes_inexact("interp", fps)
+    extrapolate_left = _extrapolates("left", left)
+    extrapolate_right = _extrapolates("right", right)
+    if dtypes.is_complex(get_aval(xs).dtype):
+        raise ValueError("lamina.numpy.interp: complex x values are not supported")
     if _util.shape_of(xps)[0] == 0:
-        raise ValueError("lamina.numpy.interp: xp and fp must not be empty")
-    dt = get_aval(xps).dtype
+        # JAX fails here in its gather, with a TypeError.
+        raise TypeError("lamina.numpy.interp: xp and fp must not be empty")
     if period is not None:
-        if left is not None or right is not None:
-            raise ValueError("lamina.numpy.interp: left and right are not used with period")
-        p = _util.convert(_util.operand("interp", period, "period"), dt)
-        xs, xps = remainder(xs, p), remainder(xps, p)
-        order = argsort(xps)
-        xps, fps = take(xps, order), take(fps, order)
-        m = _util.shape_of(xps)[0]
-        period_1d = lax.reshape(p, (1,))
-        xps = lax.concatenate([lax.sub(lax.slice_in_dim(xps, m - 1, m, 1, 0), period_1d), xps,
-                               lax.add(lax.slice_in_dim(xps, 0, 1, 1, 0), period_1d)], 0)
-        fps = lax.concatenate([lax.slice_in_dim(fps, m - 1, m, 1, 0), fps,
-                               lax.slice_in_dim(fps, 0, 1, 1, 0)], 0)
+        xs, xps, fps = _periodic_points(xs, xps, fps, period)
     m = _util.shape_of(xps)[0]
-    ints = dtypes.default_int_dtype()
-    hi = searchsorted(xps, xs, side="right")
-    hi = lax.clamp(np.asarray(1, ints), hi, np.asarray(max(m - 1, 1), ints))
-    lo = lax.sub(hi, np.asarray(1, ints))
-    if m == 1:
-        hi = lo = lax.full_like(hi, 0)
-    x_lo, x_hi = take(xps, lo, mode="clip"), take(xps, hi, mode="clip")
-    f_lo, f_hi = take(fps, lo, mode="clip"), take(fps, hi, mode="clip")
-    dx = lax.sub(x_hi, x_lo)
-    tiny = lax.le(lax.abs(dx), lax.full_like(dx, np.spacing(dtypes.finfo(dt).eps)))
-    safe_dx = lax.select(tiny, lax.full_like(dx, 1), dx)
-    slope = lax.div(lax.sub(_util.convert(xs, dt), x_lo), safe_dx)
-    f_dt = get_aval(fps).dtype
-    out = lax.select(tiny, f_lo, lax.add(f_lo, lax.mul(_util.convert(slope, f_dt),
-                                                       lax.sub(f_hi, f_lo))))
+    hi = clip(searchsorted(xps, xs, side="right"), 1, m - 1)
+    lo = subtract(hi, 1)
+    f_lo = take(fps, lo, mode="wrap")
+    df = subtract(take(fps, hi, mode="wrap"), f_lo)
+    x_lo = take(xps, lo, mode="wrap")
+    dx = subtract(take(xps, hi, mode="wrap"), x_lo)
+    delta = subtract(xs, x_lo)
+    epsilon = np.spacing(dtypes.finfo(get_aval(xps).dtype).eps)
+    flat = lax.le(lax.abs(dx), lax.full_like(dx, epsilon))  # no NaN gradient where dx ~ 0
+    out = where(flat, f_lo, add(f_lo, multiply(divide(delta, where(flat, 1, dx)), df)))
     if period is None:
-        first_x = lax.index_in_dim(xps, 0, keepdims=False)
-        last_x = lax.index_in_dim(xps, m - 1, keepdims=False)
-        lo_val = lax.index_in_dim(fps, 0, keepdims=False) if left is None else \
-            _util.convert(_util.operand("interp", left, "left"), f_dt)
-        hi_val = lax.index_in_dim(fps, m - 1, keepdims=False) if right is None else \
-            _util.convert(_util.operand("interp", right, "right"), f_dt)
-        shape = _util.shape_of(out)
-        out = lax.select(lax.lt(xs, lax.broadcast_in_dim(first_x, shape, ())),
-                         _util.broadcast_to("interp", lo_val, shape), out)
-        out = lax.select(lax.gt(xs, lax.broadcast_in_dim(last_x, shape, ())),
-                         _util.broadcast_to("interp", hi_val, shape), out)
+        if not extrapolate_left:
+            low = take(fps, 0) if left is None else left
+            out = where(less(xs, take(xps, 0)), low, out)
+        if not extrapolate_right:
+            high = take(fps, m - 1) if right is None else right
+            out = where(greater(xs, take(xps, m - 1)), high, out)
     return out
+
+
+def _extrapolates(name: str, end: Any) -> bool:
+    """Whether ``left``/``right`` asks for extrapolation (``'extrapolate'``,
+    the one string taken)."""
+    if not isinstance(end, str):
+        return False
+    if end != "extrapolate":
+        raise ValueError(f"lamina.numpy.interp: the only valid string value of {name} is "
+                         f"'extrapolate', got {end!r}")
+    return True
+
+
+def _periodic_points(xs: Any, xps: Any, fps: Any, period: ArrayLike) -> tuple[Any, Any, Any]:
+    """``x`` and the points reduced modulo ``|period|``, the points sorted and
+    padded by one period on each side."""
+    p = _util.operand("interp", period, "period")
+    if _util.ndim_of(p) != 0:
+        raise ValueError("lamina.numpy.interp: period must be a scalar, got an array of shape "
+                         f"{_util.shape_of(p)}")
+    p = absolute(p)
+    xs, xps = remainder(xs, p), remainder(xps, p)
+    order = argsort(xps)
+    xps, fps = take(xps, order), take(fps, order)
+    m = _util.shape_of(xps)[0]
+    xps = concatenate([subtract(lax.slice_in_dim(xps, m - 1, m, 1, 0), p), xps,
+                       add(lax.slice_in_dim(xps, 0, 1, 1, 0), p)])
+    fps = concatenate([lax.slice_in_dim(fps, m - 1, m, 1, 0), fps,
+                       lax.slice_in_dim(fps, 0, 1, 1, 0)])
+    return xs, xps, fps

@@ -19,7 +19,6 @@ import numpy as np
 from lamina_tracing_core.avals import check_shape_size, get_aval
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import core, dtypes, lax
-from lamina_tracing_core.lax.convert import convert_element_type_p
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array
@@ -33,14 +32,7 @@ __all__ = [
 ]
 
 
-def _place(value: np.ndarray[Any, Any], weak_type: bool) -> Array:
-    """A host value as an array of the eval trace: with the runtime loaded, an
-    uncommitted device Array on the default device. It is converted on a
-    fresh eval trace, so under ``jit`` it stays a constant (no equation), as
-    in JAX."""
-    with core.new_main(core.EvalTrace, dynamic=True, transform="host constant"):
-        return convert_element_type_p.bind(value, new_dtype=value.dtype, weak_type=weak_type,
-                                           sharding=None)
+_place = _util.host_array
 
 
 def _check_order(fun: str, order: Any, allowed: tuple[Any, ...] = ("K", "A", "C", None)) -> None:
@@ -174,7 +166,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
     if _util.ndim_of(fill) == 0:
         return lax.full(dims, fill, dt)
     fill = _util.convert(fill, dt) if dt is not None else fill
-    return _util.broadcast_to("full", fill, dims)
+    return _util.as_array(_util.broadcast_to("full", fill, dims))
 
 
 def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Array:
@@ -191,7 +183,7 @@ def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Array:
         return lax.full_like(x, fill, dt, dims)
     aval = get_aval(x)
     fill = _util.convert(fill, aval.dtype if dt is None else dt)
-    return _util.broadcast_to(fun, fill, aval.shape if dims is None else dims)
+    return _util.as_array(_util.broadcast_to(fun, fill, aval.shape if dims is None else dims))
 
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:

@@ -110,15 +110,16 @@ def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
 
 
 def sort_complex(a: ArrayLike) -> Array:
-    """``a`` sorted along its last axis (real part, then imaginary), as a complex array."""
+    """``a`` sorted along its last axis (real part, then imaginary), as a
+    strongly typed complex array (complex128 from float64/complex128 inputs,
+    else complex64, as JAX); ``a`` must have at least one axis."""
     (x,) = _util.operands("sort_complex", a, names=("a",))
-    dt = get_aval(x).dtype
-    out = lax.sort(x, dimension=_util.ndim_of(x) - 1) if _util.ndim_of(x) else x
-    if dtypes.is_complex(dt):
-        return out
-    # float16 and bfloat16 have no complex kind: complex64, as JAX.
-    real = dtypes.to_inexact_dtype(dt)
-    target = dtypes.complex128 if real == dtypes.float64 else dtypes.complex64
+    if _util.ndim_of(x) == 0:
+        raise ValueError("lamina.numpy.sort_complex: argument a must have at least one "
+                         "dimension to sort along, got a scalar")
+    out = lax.sort(x, dimension=_util.ndim_of(x) - 1)
+    real = dtypes.to_inexact_dtype(get_aval(x).dtype)
+    target = dtypes.complex128 if real in (dtypes.float64, dtypes.complex128) else dtypes.complex64
     return lax.convert_element_type(out, target)
 
 
@@ -126,6 +127,7 @@ def trim_zeros(filt: ArrayLike, trim: str = "fb", axis: Any = None) -> Array:
     """``filt`` without its leading (``"f"``) and/or trailing (``"b"``) zeros
     along ``axis`` (default every axis); needs concrete input."""
     (x,) = _util.operands("trim_zeros", filt, names=("filt",))
+    x = _util.as_array(x)  # a NumPy argument gives an array, as JAX's
     values = _util.concrete("trim_zeros", x, "the filt argument")
     nd = values.ndim
     axes = set(range(nd)) if axis is None else set(_util.canonicalize_axes("trim_zeros", axis,
@@ -156,7 +158,7 @@ def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
     x, per = _util.promote_dtypes("unwrap", p, period)
     if dtypes.is_complex(get_aval(x).dtype):
         raise ValueError("lamina.numpy.unwrap does not support complex inputs")
-    ax = _util.canonicalize_axis("unwrap", axis, _util.ndim_of(x))
+    ax = _unwrap_axis(axis, _util.ndim_of(x))
     if _util.shape_of(x)[ax] == 0:
         return x
     if dtypes.is_integer(get_aval(x).dtype):
@@ -175,6 +177,15 @@ def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
     tail = ufuncs.add(lax.slice_in_dim(x, 1, n, 1, ax), cumsum(correction, axis=ax))
     tail = _util.convert(tail, get_aval(x).dtype)
     return lax.concatenate([head, tail], ax)
+
+
+def _unwrap_axis(axis: int, ndim: int) -> int:
+    """``axis`` of an ``ndim``-dimensional array, counted from 0; out of range
+    (a scalar has no axis) is an IndexError, as JAX's ``p.shape[axis]`` gives."""
+    if not -ndim <= axis < ndim:
+        raise IndexError(f"lamina.numpy.unwrap: axis {axis} is out of range for an array of "
+                         f"dimension {ndim}")
+    return axis % ndim
 
 
 def _where(cond: Any, x: Any, y: Any) -> Any:
@@ -229,8 +240,9 @@ def spacing(x: ArrayLike, /) -> Array:
     if dt == np.float16:
         return ufuncs.subtract(ufuncs.nextafter(v, inf), v)
     result = ufuncs.subtract(ufuncs.nextafter(v, ufuncs.copysign(inf, v)), v)
-    tiny = ufuncs.copysign(lax.full_like(v, float(dtypes.finfo(dt).smallest_subnormal)), v)
-    return lax.select(lax.eq(result, lax.full_like(result, 0)), tiny, result)
+    # A strongly typed smallest subnormal: the result is strongly typed, as JAX's.
+    tiny = ufuncs.copysign(np.asarray(dtypes.finfo(dt).smallest_subnormal, dt), v)
+    return _where(lax.eq(result, lax.full_like(result, 0)), tiny, result)
 
 
 # --- bits and buffers --------------------------------------------------------------------------

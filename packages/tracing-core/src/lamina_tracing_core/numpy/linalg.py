@@ -143,6 +143,7 @@ def norm(x: ArrayLike, ord: Any = None, axis: Any = None, keepdims: bool = False
     or 2-D ``x`` picks accordingly, and ``ord=None`` is the 2-norm of the
     flattened ``x``. Eagerly, one compiled program, as JAX's (its bits)."""
     (a,) = _util.promote_dtypes_inexact("norm", x)
+    a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
     if axis is not None and not isinstance(axis, (int, np.integer)):
         axis = tuple(axis)
     return _norm_compiled(a, ord, axis, keepdims)
@@ -179,6 +180,7 @@ def vector_norm(x: ArrayLike, /, *, axis: Any = None, keepdims: bool = False,
     """The array-API vector norm over ``axis`` (all axes, flattened, if None);
     eagerly, one compiled program, as JAX's."""
     (a,) = _util.promote_dtypes_inexact("vector_norm", x)
+    a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
     if axis is not None and not isinstance(axis, (int, np.integer)):
         axis = tuple(axis)
     return _vector_norm_compiled(a, axis, keepdims, ord)
@@ -200,6 +202,7 @@ def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: Any = "fro") ->
     """The array-API matrix norm over the last two axes; eagerly, one compiled
     program, as JAX's."""
     (a,) = _util.promote_dtypes_inexact("matrix_norm", x)
+    a = _util.strip_weak(a)  # a norm is a reduction: strongly typed, as JAX's
     nd = _util.ndim_of(a)
     if nd < 2:
         raise ValueError("lamina.numpy.linalg.matrix_norm requires at least 2 dimensions")

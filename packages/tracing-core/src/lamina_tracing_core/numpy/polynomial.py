@@ -27,7 +27,9 @@ def _polyval(p: ArrayLike, x: ArrayLike, unroll: int) -> Array:
     if _util.ndim_of(coeffs) != 1:
         raise ValueError("lamina.numpy.polyval: p must be 1-D")
     n = _util.shape_of(coeffs)[0]
-    out = lax.full_like(xs, 0)
+    # A strongly typed start (JAX's full_like with an explicit dtype): the
+    # result is never weak.
+    out = _util.strip_weak(lax.full_like(xs, 0))
     for i in range(n):
         c = lax.index_in_dim(coeffs, i, keepdims=False)
         out = lax.add(lax.mul(out, xs), c)

@@ -392,8 +392,56 @@ def cumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None,
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
 
 
-cumulative_sum = cumsum
-cumulative_prod = cumprod
+def _array_api_cumulative(fun: str, op: Callable[..., Any], initial: int, x: ArrayLike,
+                          axis: int | None, dtype: Any, include_initial: bool) -> Array:
+    """The array API's cumulative reductions: ``x`` must have an axis, and
+    ``axis`` may be left out only for 1-D input (JAX's errors);
+    ``include_initial`` prepends the identity."""
+    v = _util.operand(fun, x, "x")
+    nd = _util.ndim_of(v)
+    if nd == 0:
+        raise ValueError(f"lamina.numpy.{fun}: the input must be non-scalar to take a "
+                         "cumulative reduction, however a scalar value or scalar array was given")
+    if axis is None:
+        if nd > 1:
+            raise ValueError(f"lamina.numpy.{fun}: the input array has rank {nd}, however axis "
+                             "was not set to an explicit value; it is only optional for "
+                             "one-dimensional arrays")
+        axis = 0
+    ax = _util.canonicalize_axis(fun, axis, nd)
+    out = _cumulative(fun, op, v, ax, _widened_int_dtype(v) if dtype is None else dtype, None)
+    if not include_initial:
+        return out
+    edge = list(_util.shape_of(out))
+    edge[ax] = 1
+    return lax.concatenate([lax.full(tuple(edge), initial, get_aval(out).dtype), out], ax)
+
+
+def _widened_int_dtype(x: Any) -> Any:
+    """As JAX's array-API cumulative reductions: bools and integers narrower
+    than the default integer accumulate in it (unsigned ones in the default
+    unsigned integer); other dtypes are kept (None)."""
+    dt = get_aval(x).dtype
+    wide = dtypes.default_int_dtype()
+    if dtypes.is_boolean(dt) or (dt in dtypes.SIGNED and dt.itemsize < wide.itemsize):
+        return wide
+    if dt in dtypes.UNSIGNED and dt.itemsize < wide.itemsize:
+        return np.dtype(f"uint{wide.itemsize * 8}")
+    return None
+
+
+def cumulative_sum(x: ArrayLike, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: bool = False) -> Array:
+    """The array API's cumulative sum along ``axis`` (optional for 1-D ``x``)."""
+    return _array_api_cumulative("cumulative_sum", lax.cumsum, 0, x, axis, dtype,
+                                 include_initial)
+
+
+def cumulative_prod(x: ArrayLike, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: bool = False) -> Array:
+    """The array API's cumulative product along ``axis`` (optional for 1-D ``x``)."""
+    return _array_api_cumulative("cumulative_prod", lax.cumprod, 1, x, axis, dtype,
+                                 include_initial)
 
 
 # --- NaN-ignoring variants ----------------------------------------------------------------------
@@ -523,7 +571,8 @@ def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
     (x,) = _util.promote_dtypes_inexact(fun, a)
     x = _util.strip_weak(x)
     if dtypes.is_complex(get_aval(x).dtype):
-        raise TypeError(f"lamina.numpy.{fun} does not support complex input")
+        raise ValueError(f"lamina.numpy.{fun} does not support complex input, as the "
+                         "operation is poorly defined")
     (qs,) = _util.promote_dtypes_inexact(fun, _util.operand(fun, q, "q"))
     axes = _util.canonicalize_axes(fun, axis, _util.ndim_of(x))
     if math.prod(_util.shape_of(x)[i] for i in axes) == 0:
@@ -634,6 +683,9 @@ def nanmedian(a: ArrayLike, axis: Axis = None, out: None = None,
     """The median ignoring NaNs (NaNs sort last; each slice uses its non-NaN count)."""
     _util.check_out("nanmedian", out)
     x = _util.promote_dtypes_inexact("nanmedian", a)[0]
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise ValueError("lamina.numpy.nanmedian does not support complex input, as the "
+                         "operation is poorly defined")
     flat, axes = _moved_last("nanmedian", x, axis)
     ordered = lax.sort(flat, dimension=-1)
     valid = sum(lax.eq(flat, flat), axis=-1, keepdims=True, dtype=dtypes.default_int_dtype())

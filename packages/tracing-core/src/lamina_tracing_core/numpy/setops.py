@@ -49,6 +49,17 @@ def _pair(fun: str, ar1: ArrayLike, ar2: ArrayLike) -> tuple[Any, Any]:
     return _util.strip_weak(a), _util.strip_weak(b)
 
 
+def _result_weakness(fun: str, ar1: ArrayLike, ar2: ArrayLike) -> bool:
+    """Whether JAX 0.10.2's (concrete) result of a two-array set operation is
+    weakly typed: when the promoted dtype is, except for complex values."""
+    dtype, weak = dtypes.result_type(*_util.operands(fun, ar1, ar2), return_weak_type_flag=True)
+    return bool(weak) and not dtypes.is_complex(dtype)
+
+
+def _values(values: np.ndarray[Any, Any], dtype: Any, weak: bool) -> Array:
+    return _util.host_array(np.asarray(values).astype(dtype), weak)
+
+
 def _size(fun: str, size: Any) -> int | None:
     if size is None:
         return None
@@ -113,7 +124,7 @@ def union1d(ar1: ArrayLike, ar2: ArrayLike, *, size: int | None = None,
     n = _size("union1d", size)
     if n is None:
         va, vb = _concrete_pair("union1d", a, b)
-        return asarray(np.union1d(va, vb).astype(va.dtype))
+        return _values(np.union1d(va, vb), va.dtype, _result_weakness("union1d", ar1, ar2))
     return unique(lax.concatenate([a, b], 0), size=n, fill_value=fill_value)
 
 
@@ -124,7 +135,10 @@ def setdiff1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *,
     n = _size("setdiff1d", size)
     if n is None:
         va, vb = _concrete_pair("setdiff1d", a, b)
-        return asarray(np.setdiff1d(va, vb, assume_unique=assume_unique).astype(va.dtype))
+        # As JAX: ar1's dtype and weak type; ar2 only takes part in the comparison.
+        first = get_aval(_util.operand("setdiff1d", ar1, "ar1"))
+        return _values(np.setdiff1d(va, vb, assume_unique=assume_unique), first.dtype,
+                       first.weak_type)
     ordered, _, first = _sorted_first(a)
     keep = first if not assume_unique else lax.full_like(first, True)
     keep = lax.bitwise_and(keep, isin(ordered, b, invert=True))
@@ -139,7 +153,8 @@ def setxor1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *,
     n = _size("setxor1d", size)
     if n is None:
         va, vb = _concrete_pair("setxor1d", a, b)
-        return asarray(np.setxor1d(va, vb, assume_unique=assume_unique).astype(va.dtype))
+        return _values(np.setxor1d(va, vb, assume_unique=assume_unique), va.dtype,
+                       _result_weakness("setxor1d", ar1, ar2))
     ordered, _, first = _sorted_first(lax.concatenate([a, b], 0))
     keep = lax.bitwise_and(first, lax.ne(isin(ordered, a), isin(ordered, b)))
     return _gather_kept("setxor1d", ordered, keep, n, fill_value, "smallest")
@@ -156,7 +171,8 @@ def intersect1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False,
     if n is None:
         va, vb = _concrete_pair("intersect1d", a, b)
         if not return_indices:
-            return asarray(np.intersect1d(va, vb, assume_unique=assume_unique).astype(va.dtype))
+            return _values(np.intersect1d(va, vb, assume_unique=assume_unique), va.dtype,
+                           _result_weakness("intersect1d", ar1, ar2))
         values, i1, i2 = np.intersect1d(va, vb, assume_unique=assume_unique,
                                         return_indices=True)
         return (asarray(values.astype(va.dtype)), asarray(i1.astype(_ints())),

@@ -198,7 +198,7 @@ def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
                 raise ValueError(f"lamina.numpy.squeeze: cannot select an axis to squeeze out "
                                  f"which has size not equal to one, got shape={shape} and "
                                  f"axis={axis}")
-    return lax.squeeze(x, axes) if axes else x
+    return lax.squeeze(x, axes) if axes else _util.as_array(x)
 
 
 def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
@@ -235,7 +235,7 @@ def broadcast_arrays(*args: ArrayLike) -> list[Array]:
     """The arguments broadcast against each other."""
     xs = _util.operands("broadcast_arrays", *args)
     shape = _util.broadcast_shapes("broadcast_arrays", *(_util.shape_of(x) for x in xs))
-    return [_util.broadcast_to("broadcast_arrays", x, shape) for x in xs]
+    return [_util.as_array(_util.broadcast_to("broadcast_arrays", x, shape)) for x in xs]
 
 
 def _atleast(fun: str, arys: tuple[Any, ...], nd: int) -> Any:
@@ -528,7 +528,7 @@ def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """``m`` reversed along ``axis`` (all axes by default)."""
     x = _operand("flip", m, "m")
     axes = _util.canonicalize_axes("flip", axis, _util.ndim_of(x))
-    return lax.rev(x, axes) if axes else x
+    return lax.rev(x, axes) if axes else _util.as_array(x)
 
 
 def fliplr(m: ArrayLike) -> Array:

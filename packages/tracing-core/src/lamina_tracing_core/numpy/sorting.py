@@ -174,11 +174,14 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
         unique_fn: Any = np.unique
         results = unique_fn(values, return_index=return_index, return_inverse=return_inverse,
                             return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+        # The values keep the input's dtype and weak type (as JAX's); indices
+        # and counts are default ints.
+        aval = get_aval(x)
+        weak = aval.weak_type and not dtypes.is_complex(aval.dtype)  # complex: strong, as JAX
         if isinstance(results, tuple):
-            # The values keep the input's dtype; indices and counts are default ints.
-            return (asarray(np.asarray(results[0])),
+            return (_util.host_array(np.asarray(results[0], aval.dtype), weak),
                     *(_place_numpy(np.asarray(r)) for r in results[1:]))
-        return asarray(np.asarray(results))
+        return _util.host_array(np.asarray(results, aval.dtype), weak)
     if axis is not None:
         raise _util.UnsupportedArgumentError(
             "lamina.numpy.unique: axis= with size= is not supported; flatten first")

@@ -52,7 +52,7 @@ def _unary(name: str, op: Callable[[Any], Any], promote: str, doc: str) -> Unary
 
     def ufunc(x: ArrayLike, /) -> Array:
         (a,) = promoter(name, x)
-        return op(a)
+        return _util.as_array(op(a))
 
     _named(ufunc, name, doc)
     return ufunc
@@ -63,7 +63,7 @@ def _binary(name: str, op: Callable[[Any, Any], Any], promote: str, doc: str) ->
 
     def ufunc(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         a, b = promoter(name, x1, x2)
-        return op(a, b)
+        return _util.as_array(op(a, b))
 
     _named(ufunc, name, doc)
     return ufunc
@@ -75,10 +75,13 @@ def _dt(x: Any) -> np.dtype[Any]:
 
 
 def _const(x: Any, value: Any) -> Any:
-    """``value`` as a constant of ``x``'s dtype (weak when ``x`` is weak)."""
+    """``value`` as a constant of ``x``'s dtype: weak when ``x`` is a weakly
+    typed scalar, else strongly typed (JAX's rule, so that ``logical_and(i32[2],
+    0.5)`` is strong while ``logical_and(i32[], 0.5)`` is weak)."""
     aval = get_aval(x)
-    return _util.convert(value, aval.dtype, aval.weak_type) if aval.weak_type else np.asarray(
-        value, aval.dtype)
+    if aval.weak_type and not aval.shape:
+        return _util.convert(value, aval.dtype, True)
+    return np.asarray(value, aval.dtype)
 
 
 def _zeros(x: Any) -> Any:
@@ -426,16 +429,21 @@ def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where ``x1 == 0``."""
     a, b = _util.promote_args_inexact("heaviside", x1, x2)
     zero = _zeros(a)
-    one = np.asarray(1, _dt(a))
+    one = _const(a, 1)
     at_zero = _select(isnan(a), a, b)
-    return _select(lax.lt(a, zero), zero, _select(lax.gt(a, zero), one, at_zero))
+    out = _select(lax.lt(a, zero), zero, _select(lax.gt(a, zero), one, at_zero))
+    # JAX 0.10.2's result is as weak as the promoted arguments when x1 is a
+    # scalar, and strongly typed when x1 has axes.
+    return _util.as_array(out) if _util.ndim_of(a) == 0 else _util.strip_weak(out)
 
 
 def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``x1 * 2**x2`` (``x2`` an integer array)."""
-    (i,) = _util.operands("ldexp", x2)
-    if not (_is_int(i) or _is_bool(i)):
-        raise TypeError("lamina.numpy.ldexp: x2 must be an integer array")
+    m, i = _util.operands("ldexp", x1, x2)
+    if _is_complex(m) or not (_is_int(i) or _is_bool(i)):
+        # JAX's ValueError for these input types
+        raise ValueError(f"lamina.numpy.ldexp is not supported for input types "
+                         f"({_dt(m)}, {_dt(i)}): x1 must be real and x2 an integer array")
     # As JAX: the result has x1's inexact dtype (strongly typed); x2 does not
     # take part in the promotion.
     (a,) = _util.promote_dtypes_inexact("ldexp", x1)
@@ -452,9 +460,12 @@ def _check_bitwise(name: str, *xs: Any) -> None:
                             f"arrays, got {_dt(x)}")
 
 
-def _bitwise(name: str, op: Callable[[Any, Any], Any], doc: str) -> Binary:
+def _bitwise(name: str, op: Callable[[Any, Any], Any], doc: str,
+             promote: str = "same") -> Binary:
+    promoter = _PROMOTERS[promote]
+
     def ufunc(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-        a, b = _util.promote_args(name, x1, x2)
+        a, b = promoter(name, x1, x2)
         _check_bitwise(name, a)
         return op(a, b)
 
@@ -465,8 +476,9 @@ def _bitwise(name: str, op: Callable[[Any, Any], Any], doc: str) -> Binary:
 bitwise_and = _bitwise("bitwise_and", lax.bitwise_and, "Elementwise bitwise and.")
 bitwise_or = _bitwise("bitwise_or", lax.bitwise_or, "Elementwise bitwise or.")
 bitwise_xor = _bitwise("bitwise_xor", lax.bitwise_xor, "Elementwise bitwise xor.")
-left_shift = _bitwise("left_shift", lax.shift_left, "``x1 << x2`` elementwise.")
-bitwise_left_shift = _bitwise("bitwise_left_shift", lax.shift_left, "``x1 << x2`` elementwise.")
+left_shift = _bitwise("left_shift", lax.shift_left, "``x1 << x2`` elementwise.", "numeric")
+bitwise_left_shift = _bitwise("bitwise_left_shift", lax.shift_left, "``x1 << x2`` elementwise.",
+                              "numeric")
 
 
 def _right_shift(a: Any, b: Any) -> Any:
@@ -476,8 +488,10 @@ def _right_shift(a: Any, b: Any) -> Any:
 
 
 right_shift = _bitwise("right_shift", _right_shift,
-                       "``x1 >> x2`` (arithmetic for signed, logical for unsigned ints).")
-bitwise_right_shift = _bitwise("bitwise_right_shift", _right_shift, "``x1 >> x2`` elementwise.")
+                       "``x1 >> x2`` (arithmetic for signed, logical for unsigned ints).",
+                       "numeric")
+bitwise_right_shift = _bitwise("bitwise_right_shift", _right_shift, "``x1 >> x2`` elementwise.",
+                               "numeric")
 
 
 def invert(x: ArrayLike, /) -> Array:
@@ -492,12 +506,13 @@ bitwise_invert = invert
 
 
 def _truthy(x: Any) -> Any:
-    return x if _is_bool(x) else lax.ne(x, _zeros(x))
+    return x if _is_bool(x) else lax.ne(x, _const(x, 0))
 
 
 def _logical(name: str, op: Callable[[Any, Any], Any], doc: str) -> Binary:
     def ufunc(x1: ArrayLike, x2: ArrayLike, /) -> Array:
-        a, b = _util.promote_shapes(name, *(_truthy(v) for v in _util.operands(name, x1, x2)))
+        # Promoted first, as JAX: the truth values are as weak as the promoted arguments.
+        a, b = (_truthy(v) for v in _util.promote_args(name, x1, x2))
         return op(a, b)
 
     _named(ufunc, name, doc)
@@ -559,11 +574,12 @@ def _exp2(x: Any) -> Any:
 
 def _log2(x: Any) -> Any:
     """``log(x) / log(2)`` (complex: its parts divided), as JAX computes it."""
+    # The constant is strongly typed, so the result is too (as JAX's).
     r = lax.log(x)
     if not _is_complex(x):
-        return lax.div(r, lax.log(_const(x, 2.0)))
+        return lax.div(r, lax.log(np.asarray(2.0, _dt(x))))
     re, im = lax.real(r), lax.imag(r)
-    ln2 = lax.log(_const(re, 2.0))
+    ln2 = lax.log(np.asarray(2.0, _dt(re)))
     return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
 
 
@@ -573,11 +589,12 @@ _ONE_OVER_LN10 = 0.4342944819032518
 
 def _log10(x: Any) -> Any:
     """``log(x) * (1 / log(10))`` (complex: its parts), as JAX computes it."""
+    # The constant is strongly typed, so the result is too (as JAX's).
     r = lax.log(x)
     if not _is_complex(x):
-        return lax.mul(r, _const(x, _ONE_OVER_LN10))
+        return lax.mul(r, np.asarray(_ONE_OVER_LN10, _dt(x)))
     re, im = lax.real(r), lax.imag(r)
-    scale = _const(re, _ONE_OVER_LN10)
+    scale = np.asarray(_ONE_OVER_LN10, _dt(re))
     return lax.complex(lax.mul(re, scale), lax.mul(im, scale))
 
 
@@ -594,10 +611,13 @@ def _rint(x: Any) -> Any:
 
 def rint(x: ArrayLike, /) -> Array:
     """Rounds to the nearest integer, ties to even; integers and bools become
-    the default float (strongly typed, as JAX: not their ``to_inexact_dtype``)."""
+    the default float (strongly typed, as JAX: not their ``to_inexact_dtype``);
+    complex values round their real and imaginary parts."""
     (a,) = _util.operands("rint", x)
     if not _is_inexact(a):
         return lax.convert_element_type(a, dtypes.default_float_dtype())
+    if _is_complex(a):
+        return lax.complex(_rint(lax.real(a)), _rint(lax.imag(a)))
     return _rint(a)
 
 
@@ -612,6 +632,10 @@ def _abs(x: Any) -> Any:
 
 
 def _sign(x: Any) -> Any:
+    if _is_bool(x):
+        # As JAX's lax.sign: bools are not a numeric kind it signs.
+        raise TypeError("lamina.numpy.sign does not accept dtype bool; accepted dtypes are "
+                        "subtypes of integer, floating and complexfloating")
     if _is_unsigned(x):
         return lax.convert_element_type(lax.ne(x, _zeros(x)), _dt(x))
     if _is_complex(x):
@@ -620,6 +644,12 @@ def _sign(x: Any) -> Any:
         safe = _select(zero, lax.full_like(magnitude, 1), magnitude)
         return _select(zero, _zeros(x), lax.div(x, lax.complex(safe, _zeros(safe))))
     return lax.sign(x)
+
+
+def _fabs(x: Any) -> Any:
+    if _is_complex(x):
+        raise TypeError("lamina.numpy.fabs does not support complex dtypes")
+    return lax.abs(x)
 
 
 def _negative(x: Any) -> Any:
@@ -653,7 +683,8 @@ def _cbrt(x: Any) -> Any:
 
 
 def _isnan(x: Any) -> Any:
-    return lax.ne(x, x) if _is_inexact(x) else lax.full_like(x, False, dtypes.bool_)
+    # x != x for every dtype: weakly typed for weak x, as JAX's.
+    return lax.ne(x, x)
 
 
 def _isfinite(x: Any) -> Any:
@@ -674,11 +705,13 @@ _SIGN_BIT_INT = {2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.in
 
 
 def _signbit(x: Any) -> Any:
-    if _is_int(x) or _is_bool(x):
-        return lax.lt(x, _zeros(x)) if not _is_unsigned(x) and not _is_bool(x) \
-            else lax.full_like(x, False, dtypes.bool_)
+    # Comparisons with a strongly typed zero: the result is never weak (as JAX's).
+    if _is_int(x):
+        return lax.lt(x, np.asarray(0, _dt(x)))
+    if _is_bool(x):
+        return lax.full_like(x, False, dtypes.bool_)
     if _is_complex(x):
-        raise TypeError("lamina.numpy.signbit does not support complex-valued inputs")
+        raise ValueError("lamina.numpy.signbit is not defined for complex-valued inputs")
     # The sign bit is not differentiable: keep autodiff out of the bitcast.
     as_int = lax.bitcast_convert_type(lax.stop_gradient(x), _SIGN_BIT_INT[_dt(x).itemsize])
     return lax.lt(as_int, _zeros(as_int))
@@ -716,11 +749,11 @@ _UNARY_TABLE: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("sinc", _sinc, "inexact", "The normalised sinc, ``sin(pi x) / (pi x)`` (1 at 0)."),
     ("square", lax.square, "numeric", "``x * x`` elementwise."),
     ("negative", _negative, "same", "``-x`` elementwise."),
-    ("positive", lambda x: x, "numeric", "``+x`` elementwise (a copy)."),
+    ("positive", lambda x: x, "same", "``+x`` elementwise (a copy)."),
     ("absolute", _abs, "same", "The absolute value (the modulus for complex)."),
     ("abs", _abs, "same", "The absolute value (the modulus for complex)."),
-    ("fabs", lax.abs, "inexact", "The absolute value, as a float."),
-    ("sign", _sign, "numeric", "-1, 0 or 1 by the sign (``x / |x|`` for complex)."),
+    ("fabs", _fabs, "inexact", "The absolute value, as a float."),
+    ("sign", _sign, "same", "-1, 0 or 1 by the sign (``x / |x|`` for complex)."),
     ("floor", _identity_for_ints(lax.floor), "same", "Rounds towards minus infinity."),
     ("ceil", _identity_for_ints(lax.ceil), "same", "Rounds towards plus infinity."),
     ("trunc", _identity_for_ints(_trunc), "same", "Rounds towards zero."),
@@ -756,7 +789,7 @@ def isposinf(x: ArrayLike, /) -> Array:
     """True where ``x`` is plus infinity."""
     (a,) = _util.operands("isposinf", x)
     if _is_complex(a):
-        raise TypeError("lamina.numpy.isposinf does not support complex input")
+        raise ValueError("lamina.numpy.isposinf is not defined for complex input")
     return lax.eq(a, np.asarray(np.inf, _dt(a))) if _is_inexact(a) \
         else lax.full_like(a, False, dtypes.bool_)
 
@@ -765,7 +798,7 @@ def isneginf(x: ArrayLike, /) -> Array:
     """True where ``x`` is minus infinity."""
     (a,) = _util.operands("isneginf", x)
     if _is_complex(a):
-        raise TypeError("lamina.numpy.isneginf does not support complex input")
+        raise ValueError("lamina.numpy.isneginf is not defined for complex input")
     return lax.eq(a, np.asarray(-np.inf, _dt(a))) if _is_inexact(a) \
         else lax.full_like(a, False, dtypes.bool_)
 
@@ -773,15 +806,16 @@ def isneginf(x: ArrayLike, /) -> Array:
 def isreal(x: ArrayLike, /) -> Array:
     """True where the imaginary part is zero (everywhere for real input)."""
     (a,) = _util.operands("isreal", x)
-    return lax.eq(lax.imag(a), lax.full_like(lax.imag(a), 0)) if _is_complex(a) \
-        else lax.full_like(a, True, dtypes.bool_)
+    # Compared with a zero like the imaginary part: weak for weak x, as JAX's.
+    im = _imag(a)
+    return lax.eq(im, _zeros(im))
 
 
 def iscomplex(x: ArrayLike, /) -> Array:
     """True where the imaginary part is non-zero."""
     (a,) = _util.operands("iscomplex", x)
-    return lax.ne(lax.imag(a), lax.full_like(lax.imag(a), 0)) if _is_complex(a) \
-        else lax.full_like(a, False, dtypes.bool_)
+    im = _imag(a)
+    return lax.ne(im, _zeros(im))
 
 
 def iscomplexobj(x: Any) -> bool:
@@ -835,7 +869,7 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:  # noqa: 
     decimals = _util.concrete_int("round", decimals, "decimals")
     if not _is_inexact(x):
         if decimals >= 0:
-            return x
+            return _util.as_array(x)
         raise TypeError("lamina.numpy.round: integer input with negative decimals is not "
                         "supported")
     if _is_complex(x):
@@ -864,11 +898,15 @@ def clip(arr: ArrayLike | None = None, /, min: ArrayLike | None = None,  # noqa:
     lo = min if a_min is None else a_min
     hi = max if a_max is None else a_max
     out = _util.operand("clip", arr, "arr")
+    bounds = [_util.operand("clip", v, n) for v, n in ((lo, "min"), (hi, "max")) if v is not None]
+    if any(_is_complex(v) for v in (out, *bounds)):
+        raise ValueError("lamina.numpy.clip: complex values have no ordering and cannot be "
+                         "clipped; clip their real or imaginary parts (lamina.numpy.real/imag)")
     if lo is not None:
         out = maximum(lo, out)
     if hi is not None:
         out = minimum(hi, out)
-    return out
+    return _util.as_array(out)
 
 
 def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
@@ -877,7 +915,7 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
     -inf -> ``neginf`` (default the most negative float)."""
     (a,) = _util.operands("nan_to_num", x)
     if not _is_inexact(a):
-        return a
+        return _util.as_array(a)
     if _is_complex(a):
         return lax.complex(nan_to_num(lax.real(a), nan=nan, posinf=posinf, neginf=neginf),
                            nan_to_num(lax.imag(a), nan=nan, posinf=posinf, neginf=neginf))

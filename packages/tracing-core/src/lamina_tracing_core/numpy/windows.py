@@ -220,7 +220,7 @@ def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     nmant, bits = int(info.nmant), dt.itemsize * 8
     bias = (1 << (int(info.nexp) - 1)) - 1
     uint = np.dtype(f"uint{bits}")
-    ints = dtypes.default_int_dtype()
+    ints = dtypes.int32  # JAX's exponent dtype, also with x64 on
     # Subnormals are scaled into the normal range first.
     tiny = lax.lt(lax.abs(v), lax.full_like(v, float(info.smallest_normal)))
     scale = nmant + 1
