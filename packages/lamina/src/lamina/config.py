@@ -33,6 +33,12 @@ default_matmul_precision  LAMINA_DEFAULT_MATMUL_PRECISION   tracing-core
                                                             trace_settings
 auto_pcast                LAMINA_AUTO_PCAST                 tracing-core
                                                             trace_settings
+legacy_prng_key           LAMINA_LEGACY_PRNG_KEY            tracing-core
+                                                            trace_settings
+default_prng_impl         LAMINA_DEFAULT_PRNG_IMPL          tracing-core
+                                                            trace_settings
+threefry_partitionable    LAMINA_THREEFRY_PARTITIONABLE     tracing-core
+                                                            trace_settings
 transfer_guard,           (none; jaxlib's default, allow)   runtime
 transfer_guard_host_to_                                     transfer_guard
 device, ..._device_to_
@@ -148,7 +154,7 @@ _SETTINGS: dict[str, _Setting] = {
                              lambda v: setattr(compile_log, "enabled", bool(v))),
     **{name: _trace_setting(name) for name in
        ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
-        "auto_pcast")},
+        "auto_pcast", "legacy_prng_key", "default_prng_impl", "threefry_partitionable")},
 }
 _SETTINGS.update({f"transfer_guard_{direction}": _transfer_guard(direction)
                   for direction in transfer_guard.DIRECTIONS})
@@ -173,6 +179,9 @@ _ALIASES = {
     "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
     "jax_default_matmul_precision": "default_matmul_precision",
     "jax_auto_pcast": "auto_pcast",
+    "jax_legacy_prng_key": "legacy_prng_key",
+    "jax_default_prng_impl": "default_prng_impl",
+    "jax_threefry_partitionable": "threefry_partitionable",
     "jax_transfer_guard": "transfer_guard",
     "jax_array_garbage_collection_guard": "array_garbage_collection_guard",
     **{f"jax_transfer_guard_{d}": f"transfer_guard_{d}" for d in transfer_guard.DIRECTIONS},

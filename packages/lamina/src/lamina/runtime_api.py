@@ -28,10 +28,10 @@ from lamina_tracing_core.core import config as core_config
 
 from lamina.__about__ import __version__
 
-__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "enable_x64",
-           "explain_cache_misses", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
+__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "default_prng_impl", "enable_x64",
+           "explain_cache_misses", "legacy_prng_key", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
            "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
-           "print_environment_info", "process_indices"]
+           "print_environment_info", "process_indices", "threefry_partitionable"]
 
 T = TypeVar("T")
 
@@ -105,6 +105,16 @@ numpy_dtype_promotion = _trace_setting_flag("numpy_dtype_promotion")
 #: ``with lamina.default_matmul_precision('float32'):`` sets the precision of
 #: contractions given none, for a block.
 default_matmul_precision = _trace_setting_flag("default_matmul_precision")
+#: ``with lamina.legacy_prng_key('error'):`` refuses raw ``uint32`` keys in
+#: ``lamina.random`` for a block ('allow', 'warn' or 'error').
+legacy_prng_key = _trace_setting_flag("legacy_prng_key")
+#: ``with lamina.default_prng_impl('rbg'):`` makes ``random.key`` and
+#: ``random.PRNGKey`` use that implementation, and raw keys read as its data,
+#: for a block (not ``lamina.random.default_prng_impl()``, which reads it).
+default_prng_impl = _trace_setting_flag("default_prng_impl")
+#: ``with lamina.threefry_partitionable(False):`` makes Threefry keys split
+#: and draw bits by JAX's original, non-partitionable scheme for a block.
+threefry_partitionable = _trace_setting_flag("threefry_partitionable")
 
 
 @contextmanager
