@@ -30,6 +30,7 @@ from __future__ import annotations
 import lamina_interpreters_pxla  # noqa: F401  (sets the default eager impl)
 import math
 import operator
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -286,7 +287,15 @@ def _check_legacy_key(fun: str) -> None:
                f'jax_legacy_prng_key="allow". (in lamina.random.{fun})')
     if mode == "error":
         raise ValueError(message)
-    warnings.warn(message, UserWarning, stacklevel=4)
+    warnings.warn(message, UserWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this module (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    return level
 
 
 def _check_key(fun: str, key: Any) -> KeyArray:
