@@ -50,6 +50,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "legacy_prng_key": ("lamina.runtime_api", "legacy_prng_key"),
     "default_prng_impl": ("lamina.runtime_api", "default_prng_impl"),
     "threefry_partitionable": ("lamina.runtime_api", "threefry_partitionable"),
+    "no_tracing": ("lamina.runtime_api", "no_tracing"),
     "make_mesh": ("lamina.runtime_api", "make_mesh"),
     "process_indices": ("lamina.runtime_api", "process_indices"),
     "live_arrays": ("lamina.runtime_api", "live_arrays"),

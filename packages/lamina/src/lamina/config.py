@@ -17,6 +17,7 @@ validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
 check_tracer_leaks        (none; off)                       tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 use_shardy_partitioner    LAMINA_USE_SHARDY_PARTITIONER     sharded-jit
+no_tracing                LAMINA_NO_TRACING                 sharded-jit
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
 compilation_cache_dir     LAMINA_COMPILATION_CACHE_DIR      runtime persistent_cache
@@ -143,6 +144,7 @@ _SETTINGS: dict[str, _Setting] = {
     "check_tracer_leaks": _core_flag("check_tracer_leaks"),
     "disable_jit": _jit_flag("disable_jit"),
     "use_shardy_partitioner": _jit_flag("use_shardy_partitioner"),
+    "no_tracing": _jit_flag("no_tracing"),
     "persistent_trace_cache": _jit_flag("persistent_trace_cache"),
     "persistent_trace_cache_verify": _jit_flag("persistent_trace_cache_verify"),
     "include_full_tracebacks_in_locations": _Setting(
@@ -174,6 +176,7 @@ _ALIASES = {
     **{f"jax_{name}": name for name in cache_config.names()},
     "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
     "jax_log_compiles": "log_compiles",
+    "jax_no_tracing": "no_tracing",
     "jax_check_tracer_leaks": "check_tracer_leaks",
     "jax_numpy_rank_promotion": "numpy_rank_promotion",
     "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
@@ -191,7 +194,7 @@ _ALIASES = {
 #: settings that do not change what tracing produces (the persistent trace
 #: cache's key leaves them out)
 _NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disable_jit",
-                          "check_tracer_leaks",
+                          "check_tracer_leaks", "no_tracing",
                           "log_compiles",
                           "persistent_trace_cache", "persistent_trace_cache_verify",
                           "transfer_guard", "array_garbage_collection_guard",

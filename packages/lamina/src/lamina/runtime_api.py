@@ -23,6 +23,7 @@ from lamina_interpreters_pxla.sharding import Mesh
 from lamina_tracing_core.mesh import AxisType
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
+from lamina_sharded_jit.settings import config as jit_config
 from lamina_tracing_core import dtypes, trace_settings
 from lamina_tracing_core.core import config as core_config
 
@@ -30,7 +31,7 @@ from lamina.__about__ import __version__
 
 __all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "default_prng_impl", "enable_x64",
            "explain_cache_misses", "legacy_prng_key", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
-           "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
+           "make_mesh", "no_tracing", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices", "threefry_partitionable"]
 
 T = TypeVar("T")
@@ -91,9 +92,9 @@ default_device: ContextFlag[Any] = ContextFlag(
     backends.default_device_scope)
 
 
-def _trace_setting_flag(name: str) -> ContextFlag[Any]:
+def _trace_setting_flag(name: str, default: Any = _NO_DEFAULT) -> ContextFlag[Any]:
     return ContextFlag("jax_" + name, trace_settings.reader(name),
-                       lambda value: trace_settings.scoped(name, value))
+                       lambda value: trace_settings.scoped(name, value), default)
 
 
 #: ``with lamina.numpy_rank_promotion('raise'):`` refuses implicit rank
@@ -114,7 +115,7 @@ legacy_prng_key = _trace_setting_flag("legacy_prng_key")
 default_prng_impl = _trace_setting_flag("default_prng_impl")
 #: ``with lamina.threefry_partitionable(False):`` makes Threefry keys split
 #: and draw bits by JAX's original, non-partitionable scheme for a block.
-threefry_partitionable = _trace_setting_flag("threefry_partitionable")
+threefry_partitionable = _trace_setting_flag("threefry_partitionable", default=True)
 
 
 @contextmanager
@@ -191,6 +192,22 @@ def set_float_check(name: str, enabled: bool) -> None:
 debug_nans = _float_check_flag("nans")
 #: ``with lamina.debug_infs(True):`` does the same for infinities.
 debug_infs = _float_check_flag("infs")
+
+
+@contextmanager
+def _no_tracing_scope(enabled: bool) -> Iterator[None]:
+    previous = jit_config.no_tracing
+    jit_config.update("no_tracing", bool(enabled))
+    try:
+        yield
+    finally:
+        jit_config.update("no_tracing", previous)
+
+
+#: ``with lamina.no_tracing(True):`` makes a jit call that would trace (a
+#: cache miss) a ``RuntimeError`` naming the function, for a block.
+no_tracing: ContextFlag[bool] = ContextFlag(
+    "jax_no_tracing", lambda: jit_config.no_tracing, _no_tracing_scope, default=True)
 
 
 def checking_leaks() -> Any:
