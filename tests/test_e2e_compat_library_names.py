@@ -48,7 +48,7 @@ SCRIPT = """
                    "profiler", "monitoring", "transfer_guard", "transfer_guard_host_to_device",
                    "transfer_guard_device_to_host", "transfer_guard_device_to_device",
                    "array_garbage_collection_guard", "legacy_prng_key", "default_prng_impl",
-                   "threefry_partitionable", "no_tracing"]),
+                   "threefry_partitionable", "no_tracing", "softmax_custom_jvp"]),
             (jax.dlpack, ["from_dlpack", "is_supported_dtype"]),
             (jax.ffi, ["ffi_call", "ffi_lowering", "register_ffi_target", "pycapsule"]),
             (jax.profiler, ["start_trace", "stop_trace", "trace", "TraceAnnotation"]),

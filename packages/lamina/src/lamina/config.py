@@ -40,6 +40,8 @@ default_prng_impl         LAMINA_DEFAULT_PRNG_IMPL          tracing-core
                                                             trace_settings
 threefry_partitionable    LAMINA_THREEFRY_PARTITIONABLE     tracing-core
                                                             trace_settings
+softmax_custom_jvp        LAMINA_SOFTMAX_CUSTOM_JVP         tracing-core
+                                                            trace_settings
 transfer_guard,           (none; jaxlib's default, allow)   runtime
 transfer_guard_host_to_                                     transfer_guard
 device, ..._device_to_
@@ -156,7 +158,8 @@ _SETTINGS: dict[str, _Setting] = {
                              lambda v: setattr(compile_log, "enabled", bool(v))),
     **{name: _trace_setting(name) for name in
        ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
-        "auto_pcast", "legacy_prng_key", "default_prng_impl", "threefry_partitionable")},
+        "auto_pcast", "legacy_prng_key", "default_prng_impl", "threefry_partitionable",
+        "softmax_custom_jvp")},
 }
 _SETTINGS.update({f"transfer_guard_{direction}": _transfer_guard(direction)
                   for direction in transfer_guard.DIRECTIONS})
@@ -185,6 +188,7 @@ _ALIASES = {
     "jax_legacy_prng_key": "legacy_prng_key",
     "jax_default_prng_impl": "default_prng_impl",
     "jax_threefry_partitionable": "threefry_partitionable",
+    "jax_softmax_custom_jvp": "softmax_custom_jvp",
     "jax_transfer_guard": "transfer_guard",
     "jax_array_garbage_collection_guard": "array_garbage_collection_guard",
     **{f"jax_transfer_guard_{d}": f"transfer_guard_{d}" for d in transfer_guard.DIRECTIONS},

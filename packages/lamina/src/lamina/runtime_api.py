@@ -32,7 +32,7 @@ from lamina.__about__ import __version__
 __all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "default_prng_impl", "enable_x64",
            "explain_cache_misses", "legacy_prng_key", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
            "make_mesh", "no_tracing", "numpy_dtype_promotion", "numpy_rank_promotion",
-           "print_environment_info", "process_indices", "threefry_partitionable"]
+           "print_environment_info", "process_indices", "softmax_custom_jvp", "threefry_partitionable"]
 
 T = TypeVar("T")
 
@@ -116,6 +116,9 @@ default_prng_impl = _trace_setting_flag("default_prng_impl")
 #: ``with lamina.threefry_partitionable(False):`` makes Threefry keys split
 #: and draw bits by JAX's original, non-partitionable scheme for a block.
 threefry_partitionable = _trace_setting_flag("threefry_partitionable", default=True)
+#: ``with lamina.softmax_custom_jvp(True):`` differentiates ``nn.softmax`` by
+#: its custom JVP rule for a block (off: through its operations, JAX's default).
+softmax_custom_jvp = _trace_setting_flag("softmax_custom_jvp", default=True)
 
 
 @contextmanager

@@ -23,7 +23,9 @@ not be reused under another:
   ``random.PRNGKey`` use, and that raw keys are read as (``'threefry2x32'``,
   ``'rbg'`` or ``'unsafe_rbg'``);
 - ``threefry_partitionable``: whether Threefry keys split and draw bits by the
-  partitionable scheme (True, JAX's default) or JAX's original one.
+  partitionable scheme (True, JAX's default) or JAX's original one;
+- ``softmax_custom_jvp``: whether ``nn.softmax`` is differentiated by its
+  custom JVP rule (True) or through its operations (False, JAX's default).
 
 :data:`state` holds the values; :attr:`TraceSettings.key` is a tuple of them
 all, a new object on every change, which the tracing caches put in their
@@ -61,8 +63,9 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "legacy_prng_key": LEGACY_PRNG_KEY_MODES,
     "default_prng_impl": PRNG_IMPLS,
     "threefry_partitionable": (True, False),
+    "softmax_custom_jvp": (False, True),
 }
-_BOOLEANS = frozenset({"auto_pcast", "threefry_partitionable"})
+_BOOLEANS = frozenset({"auto_pcast", "threefry_partitionable", "softmax_custom_jvp"})
 
 
 class TraceSettings:
@@ -70,7 +73,7 @@ class TraceSettings:
 
     __slots__ = ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
                  "auto_pcast", "legacy_prng_key", "default_prng_impl", "threefry_partitionable",
-                 "key")
+                 "softmax_custom_jvp", "key")
 
     def __init__(self) -> None:
         self.numpy_rank_promotion: str = "allow"
@@ -80,6 +83,7 @@ class TraceSettings:
         self.legacy_prng_key: str = "allow"
         self.default_prng_impl: str = "threefry2x32"
         self.threefry_partitionable: bool = True
+        self.softmax_custom_jvp: bool = False
         self.key: tuple[Any, ...] = ()
         for name in _CHOICES:
             value: Any = os.environ.get("LAMINA_" + name.upper())
