@@ -18,6 +18,8 @@ check_tracer_leaks        (none; off)                       tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 use_shardy_partitioner    LAMINA_USE_SHARDY_PARTITIONER     sharded-jit
 no_tracing                LAMINA_NO_TRACING                 sharded-jit
+no_execution              LAMINA_NO_EXECUTION               runtime execution_
+                                                            guard
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
 compilation_cache_dir     LAMINA_COMPILATION_CACHE_DIR      runtime persistent_cache
@@ -68,7 +70,7 @@ from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
 from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
-from lamina_interpreters_pxla import garbage_collection_guard, transfer_guard
+from lamina_interpreters_pxla import execution_guard, garbage_collection_guard, transfer_guard
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
 from lamina_sharded_jit import persistent_trace
@@ -147,6 +149,8 @@ _SETTINGS: dict[str, _Setting] = {
     "disable_jit": _jit_flag("disable_jit"),
     "use_shardy_partitioner": _jit_flag("use_shardy_partitioner"),
     "no_tracing": _jit_flag("no_tracing"),
+    "no_execution": _Setting(execution_guard.execution_disallowed,
+                             execution_guard.set_no_execution),
     "persistent_trace_cache": _jit_flag("persistent_trace_cache"),
     "persistent_trace_cache_verify": _jit_flag("persistent_trace_cache_verify"),
     "include_full_tracebacks_in_locations": _Setting(
@@ -180,6 +184,7 @@ _ALIASES = {
     "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
     "jax_log_compiles": "log_compiles",
     "jax_no_tracing": "no_tracing",
+    "jax_no_execution": "no_execution",
     "jax_check_tracer_leaks": "check_tracer_leaks",
     "jax_numpy_rank_promotion": "numpy_rank_promotion",
     "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
@@ -198,7 +203,7 @@ _ALIASES = {
 #: settings that do not change what tracing produces (the persistent trace
 #: cache's key leaves them out)
 _NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disable_jit",
-                          "check_tracer_leaks", "no_tracing",
+                          "check_tracer_leaks", "no_tracing", "no_execution",
                           "log_compiles",
                           "persistent_trace_cache", "persistent_trace_cache_verify",
                           "transfer_guard", "array_garbage_collection_guard",

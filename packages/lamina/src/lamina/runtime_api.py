@@ -18,6 +18,7 @@ from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array, wrap_impl
 from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
+from lamina_interpreters_pxla import execution_guard
 from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.sharding import Mesh
 from lamina_tracing_core.mesh import AxisType
@@ -31,7 +32,7 @@ from lamina.__about__ import __version__
 
 __all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "default_prng_impl", "enable_x64",
            "explain_cache_misses", "legacy_prng_key", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
-           "make_mesh", "no_tracing", "numpy_dtype_promotion", "numpy_rank_promotion",
+           "make_mesh", "no_execution", "no_tracing", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices", "softmax_custom_jvp", "threefry_partitionable"]
 
 T = TypeVar("T")
@@ -211,6 +212,14 @@ def _no_tracing_scope(enabled: bool) -> Iterator[None]:
 #: cache miss) a ``RuntimeError`` naming the function, for a block.
 no_tracing: ContextFlag[bool] = ContextFlag(
     "jax_no_tracing", lambda: jit_config.no_tracing, _no_tracing_scope, default=True)
+
+
+#: ``with lamina.no_execution(True):`` makes running any compiled program (a
+#: jitted function, an eager operation) a ``RuntimeError`` naming it, for a
+#: block; tracing, lowering and compiling still work.
+no_execution: ContextFlag[bool] = ContextFlag(
+    "jax_no_execution", execution_guard.execution_disallowed,
+    execution_guard.no_execution_scope, default=True)
 
 
 def checking_leaks() -> Any:
