@@ -49,7 +49,7 @@ SCRIPT = """
                    "transfer_guard_device_to_host", "transfer_guard_device_to_device",
                    "array_garbage_collection_guard", "legacy_prng_key", "default_prng_impl",
                    "threefry_partitionable", "no_tracing", "softmax_custom_jvp",
-                   "no_execution"]),
+                   "no_execution", "enable_checks"]),
             (jax.dlpack, ["from_dlpack", "is_supported_dtype"]),
             (jax.ffi, ["ffi_call", "ffi_lowering", "register_ffi_target", "pycapsule"]),
             (jax.profiler, ["start_trace", "stop_trace", "trace", "TraceAnnotation"]),

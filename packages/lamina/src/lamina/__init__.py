@@ -52,6 +52,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "threefry_partitionable": ("lamina.runtime_api", "threefry_partitionable"),
     "no_tracing": ("lamina.runtime_api", "no_tracing"),
     "no_execution": ("lamina.runtime_api", "no_execution"),
+    "enable_checks": ("lamina.runtime_api", "enable_checks"),
     "softmax_custom_jvp": ("lamina.runtime_api", "softmax_custom_jvp"),
     "make_mesh": ("lamina.runtime_api", "make_mesh"),
     "process_indices": ("lamina.runtime_api", "process_indices"),

@@ -15,6 +15,7 @@ explain_cache_misses      LAMINA_EXPLAIN_CACHE_MISSES       linear-util cache
 pmap_chunked_shards       LAMINA_PMAP_CHUNKED_SHARDS        runtime pmap
 validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
 check_tracer_leaks        (none; off)                       tracing-core core
+enable_checks             LAMINA_ENABLE_CHECKS              tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 use_shardy_partitioner    LAMINA_USE_SHARDY_PARTITIONER     sharded-jit
 no_tracing                LAMINA_NO_TRACING                 sharded-jit
@@ -146,6 +147,7 @@ _SETTINGS: dict[str, _Setting] = {
     "pmap_chunked_shards": _runtime("pmap_chunked_shards"),
     "validate_debug_info": _core_flag("validate_debug_info"),
     "check_tracer_leaks": _core_flag("check_tracer_leaks"),
+    "enable_checks": _core_flag("enable_checks"),
     "disable_jit": _jit_flag("disable_jit"),
     "use_shardy_partitioner": _jit_flag("use_shardy_partitioner"),
     "no_tracing": _jit_flag("no_tracing"),
@@ -186,6 +188,7 @@ _ALIASES = {
     "jax_no_tracing": "no_tracing",
     "jax_no_execution": "no_execution",
     "jax_check_tracer_leaks": "check_tracer_leaks",
+    "jax_enable_checks": "enable_checks",
     "jax_numpy_rank_promotion": "numpy_rank_promotion",
     "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
     "jax_default_matmul_precision": "default_matmul_precision",
@@ -203,7 +206,7 @@ _ALIASES = {
 #: settings that do not change what tracing produces (the persistent trace
 #: cache's key leaves them out)
 _NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disable_jit",
-                          "check_tracer_leaks", "no_tracing", "no_execution",
+                          "check_tracer_leaks", "enable_checks", "no_tracing", "no_execution",
                           "log_compiles",
                           "persistent_trace_cache", "persistent_trace_cache_verify",
                           "transfer_guard", "array_garbage_collection_guard",

@@ -30,7 +30,8 @@ from lamina_tracing_core.core import config as core_config
 
 from lamina.__about__ import __version__
 
-__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "default_prng_impl", "enable_x64",
+__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "default_prng_impl", "enable_checks",
+           "enable_x64",
            "explain_cache_misses", "legacy_prng_key", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
            "make_mesh", "no_execution", "no_tracing", "numpy_dtype_promotion", "numpy_rank_promotion",
            "print_environment_info", "process_indices", "softmax_custom_jvp", "threefry_partitionable"]
@@ -220,6 +221,22 @@ no_tracing: ContextFlag[bool] = ContextFlag(
 no_execution: ContextFlag[bool] = ContextFlag(
     "jax_no_execution", execution_guard.execution_disallowed,
     execution_guard.no_execution_scope, default=True)
+
+
+@contextmanager
+def _enable_checks_scope(enabled: bool = True) -> Iterator[None]:
+    previous = core_config.enable_checks
+    core_config.enable_checks = bool(enabled)
+    try:
+        yield
+    finally:
+        core_config.enable_checks = previous
+
+
+#: ``with lamina.enable_checks(True):`` type-checks every jaxpr a trace or
+#: transformation produces (an ill-typed one is a ``JaxprTypeError``), for a block.
+enable_checks: ContextFlag[bool] = ContextFlag(
+    "jax_enable_checks", lambda: core_config.enable_checks, _enable_checks_scope, default=True)
 
 
 def checking_leaks() -> Any:
