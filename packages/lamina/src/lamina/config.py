@@ -15,8 +15,12 @@ explain_cache_misses      LAMINA_EXPLAIN_CACHE_MISSES       linear-util cache
 pmap_chunked_shards       LAMINA_PMAP_CHUNKED_SHARDS        runtime pmap
 validate_debug_info       LAMINA_VALIDATE_DEBUG_INFO        tracing-core core
 check_tracer_leaks        (none; off)                       tracing-core core
+enable_checks             LAMINA_ENABLE_CHECKS              tracing-core core
 disable_jit               LAMINA_DISABLE_JIT                sharded-jit
 use_shardy_partitioner    LAMINA_USE_SHARDY_PARTITIONER     sharded-jit
+no_tracing                LAMINA_NO_TRACING                 sharded-jit
+no_execution              LAMINA_NO_EXECUTION               runtime execution_
+                                                            guard
 include_full_tracebacks_  LAMINA_INCLUDE_FULL_TRACEBACKS_   tracing-core
 in_locations              IN_LOCATIONS                      source_info
 compilation_cache_dir     LAMINA_COMPILATION_CACHE_DIR      runtime persistent_cache
@@ -32,6 +36,14 @@ numpy_dtype_promotion     LAMINA_NUMPY_DTYPE_PROMOTION      tracing-core
 default_matmul_precision  LAMINA_DEFAULT_MATMUL_PRECISION   tracing-core
                                                             trace_settings
 auto_pcast                LAMINA_AUTO_PCAST                 tracing-core
+                                                            trace_settings
+legacy_prng_key           LAMINA_LEGACY_PRNG_KEY            tracing-core
+                                                            trace_settings
+default_prng_impl         LAMINA_DEFAULT_PRNG_IMPL          tracing-core
+                                                            trace_settings
+threefry_partitionable    LAMINA_THREEFRY_PARTITIONABLE     tracing-core
+                                                            trace_settings
+softmax_custom_jvp        LAMINA_SOFTMAX_CUSTOM_JVP         tracing-core
                                                             trace_settings
 transfer_guard,           (none; jaxlib's default, allow)   runtime
 transfer_guard_host_to_                                     transfer_guard
@@ -59,7 +71,7 @@ from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
 from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
-from lamina_interpreters_pxla import garbage_collection_guard, transfer_guard
+from lamina_interpreters_pxla import execution_guard, garbage_collection_guard, transfer_guard
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
 from lamina_sharded_jit import persistent_trace
@@ -135,8 +147,12 @@ _SETTINGS: dict[str, _Setting] = {
     "pmap_chunked_shards": _runtime("pmap_chunked_shards"),
     "validate_debug_info": _core_flag("validate_debug_info"),
     "check_tracer_leaks": _core_flag("check_tracer_leaks"),
+    "enable_checks": _core_flag("enable_checks"),
     "disable_jit": _jit_flag("disable_jit"),
     "use_shardy_partitioner": _jit_flag("use_shardy_partitioner"),
+    "no_tracing": _jit_flag("no_tracing"),
+    "no_execution": _Setting(execution_guard.execution_disallowed,
+                             execution_guard.set_no_execution),
     "persistent_trace_cache": _jit_flag("persistent_trace_cache"),
     "persistent_trace_cache_verify": _jit_flag("persistent_trace_cache_verify"),
     "include_full_tracebacks_in_locations": _Setting(
@@ -148,7 +164,8 @@ _SETTINGS: dict[str, _Setting] = {
                              lambda v: setattr(compile_log, "enabled", bool(v))),
     **{name: _trace_setting(name) for name in
        ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
-        "auto_pcast")},
+        "auto_pcast", "legacy_prng_key", "default_prng_impl", "threefry_partitionable",
+        "softmax_custom_jvp")},
 }
 _SETTINGS.update({f"transfer_guard_{direction}": _transfer_guard(direction)
                   for direction in transfer_guard.DIRECTIONS})
@@ -168,11 +185,18 @@ _ALIASES = {
     **{f"jax_{name}": name for name in cache_config.names()},
     "jax_debug_nans": "debug_nans", "jax_debug_infs": "debug_infs",
     "jax_log_compiles": "log_compiles",
+    "jax_no_tracing": "no_tracing",
+    "jax_no_execution": "no_execution",
     "jax_check_tracer_leaks": "check_tracer_leaks",
+    "jax_enable_checks": "enable_checks",
     "jax_numpy_rank_promotion": "numpy_rank_promotion",
     "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
     "jax_default_matmul_precision": "default_matmul_precision",
     "jax_auto_pcast": "auto_pcast",
+    "jax_legacy_prng_key": "legacy_prng_key",
+    "jax_default_prng_impl": "default_prng_impl",
+    "jax_threefry_partitionable": "threefry_partitionable",
+    "jax_softmax_custom_jvp": "softmax_custom_jvp",
     "jax_transfer_guard": "transfer_guard",
     "jax_array_garbage_collection_guard": "array_garbage_collection_guard",
     **{f"jax_transfer_guard_{d}": f"transfer_guard_{d}" for d in transfer_guard.DIRECTIONS},
@@ -182,7 +206,7 @@ _ALIASES = {
 #: settings that do not change what tracing produces (the persistent trace
 #: cache's key leaves them out)
 _NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disable_jit",
-                          "check_tracer_leaks",
+                          "check_tracer_leaks", "enable_checks", "no_tracing", "no_execution",
                           "log_compiles",
                           "persistent_trace_cache", "persistent_trace_cache_verify",
                           "transfer_guard", "array_garbage_collection_guard",

@@ -9,10 +9,18 @@ takes a key and is a pure function of it, so the same key gives the same
 numbers under ``jit``, ``vmap``, ``pmap`` and on every platform. To get fresh
 numbers, ``split`` a key into new ones; never reuse a key.
 
-The algorithms are JAX's "partitionable" Threefry ones (the default since JAX
-0.5): the bits for an array of shape ``s`` are the Threefry hash of the
-row-major 64-bit element counters ``0 .. prod(s) - 1`` (high and low words)
-under the key, so keys and numbers equal JAX's for the same seed. The
+The Threefry algorithms are by default JAX's "partitionable" ones (the default
+since JAX 0.5): the bits for an array of shape ``s`` are the Threefry hash of
+the row-major 64-bit element counters ``0 .. prod(s) - 1`` (high and low
+words) under the key, so keys and numbers equal JAX's for the same seed. With
+``threefry_partitionable`` off they are JAX's original ones (the hash of one
+flat 32-bit count, split in halves), JAX's numbers for that setting.
+
+Three settings (``lamina_tracing_core.trace_settings``) are read when a
+function runs or is traced: ``default_prng_impl`` (what ``key`` and
+``PRNGKey`` make, and what a raw key is read as), ``legacy_prng_key``
+(whether raw keys are allowed, warned about or refused) and
+``threefry_partitionable``. The
 distributions use JAX's algorithms, each compiled as one computation, and give
 JAX's bits too.
 """
@@ -22,12 +30,14 @@ from __future__ import annotations
 import lamina_interpreters_pxla  # noqa: F401  (sets the default eager impl)
 import math
 import operator
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 from lamina_tracing_core import control_flow as lax_control
-from lamina_tracing_core import core, dtypes, lax
+from lamina_tracing_core import core, dtypes, lax, trace_settings
 from lamina_tracing_core import vma as _vma
 from lamina_mlir_lowering.lowering import lower_fun
 from lamina_mlir_lowering.rules import register_lowering
@@ -38,8 +48,8 @@ from lamina_tracing_core.base_primitives import bdim_at_front
 from lamina_tracing_core.lax import helpers as lax_helpers
 from lamina_tracing_core.lax import special as lax_special
 from lamina_tracing_core.numpy import _util
-from lamina_tracing_core.numpy.key_arrays import (RBG, THREEFRY, UNSAFE_RBG, KeyDType, PRNGImpl,
-                                                   PRNGKeyArray, resolve_impl)
+from lamina_tracing_core.numpy.key_arrays import (IMPLS, RBG, THREEFRY, UNSAFE_RBG, KeyDType,
+                                                   PRNGImpl, PRNGKeyArray, resolve_impl)
 from lamina_tracing_core.primitives import Primitive
 from lamina_sharded_jit import jit
 
@@ -82,6 +92,11 @@ def threefry_2x32(keypair: tuple[Any, Any] | Any, count: Any) -> Array:
     x = _util.operand("lamina.random.threefry_2x32", count, "count")
     if get_aval(x).dtype != np.uint32:
         raise TypeError(f"threefry_2x32: count must be uint32, got {get_aval(x).dtype}")
+    return _hash_count(k0, k1, x)
+
+
+def _hash_count(k0: Array, k1: Array, x: Array) -> Array:
+    """``threefry_2x32`` of the uint32 array ``x`` under the words ``k0, k1``."""
     shape = get_aval(x).shape
     n = math.prod(shape)
     flat = lax.reshape(x, (n,))
@@ -136,6 +151,12 @@ def _threefry_seed(seed: Array) -> Array:
 
 def _threefry_split(data: Array, shape: tuple[int, ...]) -> Array:
     k0, k1 = _words(data)
+    if not trace_settings.state.threefry_partitionable:
+        # JAX's original scheme: the hash of the flat count 0 .. 2 * num - 1,
+        # its words taken in pairs.
+        num = math.prod(shape)
+        _check_count("split", shape, 2 * num)
+        return lax.reshape(_hash_count(k0, k1, lax.iota(np.uint32, 2 * num)), shape + (2,))
     high, low = _counters(shape)
     return _join_words(*lax.threefry2x32(k0, k1, high, low))
 
@@ -145,7 +166,43 @@ def _threefry_fold_in(data: Array, word: Array) -> Array:
     return _join_words(*lax.threefry2x32(k0, k1, np.uint32(0), word))
 
 
+def _check_count(fun: str, shape: tuple[int, ...], words: int) -> None:
+    if words >= 2 ** 32 - 1:
+        # JAX hashes more words in blocks of split keys; lamina's count is one iota.
+        raise ValueError(f"lamina.random.{fun}: shape {shape} needs {words} random words "
+                         f"without threefry_partitionable; at most 2**32 - 2 are supported")
+
+
+def _threefry_bits_original(data: Array, width: int, shape: tuple[int, ...]) -> Array:
+    """JAX's original Threefry bits: the hash of the flat count 0 .. words - 1,
+    taken as ``width``-bit values (two words per 64-bit value, high half
+    first; 8 and 16-bit values are each word's pieces, low bits first)."""
+    size = math.prod(shape)
+    dtype = _UINT_BY_BITS[width]
+    if size == 0:
+        return lax.full(shape, 0, dtype)
+    words = -(-width * size // 32)
+    _check_count("bits", shape, words)
+    k0, k1 = _words(data)
+    out = _hash_count(k0, k1, lax.iota(np.uint32, words))
+    if width == 64:
+        high, low = (lax.convert_element_type(lax.slice_in_dim(out, i * size, (i + 1) * size),
+                                              dtype) for i in (0, 1))
+        out = lax.bitwise_or(lax.shift_left(high, np.asarray(32, dtype)), low)
+    elif width < 32:
+        per_word = 32 // width
+        shifts = lax.mul(np.uint32(width), lax.broadcasted_iota(np.uint32, (1, per_word), 1))
+        pieces = lax.shift_right_logical(lax.broadcast_in_dim(out, (words, per_word), (0,)),
+                                         lax.broadcast_in_dim(shifts, (words, per_word), (0, 1)))
+        pieces = lax.bitwise_and(pieces, np.uint32(np.iinfo(dtype).max))
+        flat = lax.convert_element_type(lax.reshape(pieces, (words * per_word,)), dtype)
+        out = lax.slice_in_dim(flat, 0, size)
+    return lax.reshape(out, shape)
+
+
 def _threefry_bits(data: Array, width: int, shape: tuple[int, ...]) -> Array:
+    if not trace_settings.state.threefry_partitionable:
+        return _threefry_bits_original(data, width, shape)
     k0, k1 = _words(data)
     y0, y1 = lax.threefry2x32(k0, k1, *_counters(shape))
     dtype = _UINT_BY_BITS[width]
@@ -214,9 +271,37 @@ _ALGORITHMS: dict[PRNGImpl, _Algorithms] = {
 
 
 # --- keys -------------------------------------------------------------------------------------
+def _default_impl() -> PRNGImpl:
+    """The ``default_prng_impl`` setting's implementation."""
+    return IMPLS[trace_settings.state.default_prng_impl]
+
+
+def _check_legacy_key(fun: str) -> None:
+    """A raw key reached ``fun``: fine, a warning or an error, by the
+    ``legacy_prng_key`` setting (JAX's text, then the function's name)."""
+    mode = trace_settings.state.legacy_prng_key
+    if mode == "allow":
+        return
+    message = ("Legacy uint32 key array passed as key to jax.random function. Please create "
+               "keys using jax.random.key(). If use of a raw key array was intended, set "
+               f'jax_legacy_prng_key="allow". (in lamina.random.{fun})')
+    if mode == "error":
+        raise ValueError(message)
+    warnings.warn(message, UserWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this module (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    return level
+
+
 def _check_key(fun: str, key: Any) -> KeyArray:
-    """One key, typed (returned as is) or raw (``uint32[2]`` threefry data);
-    anything else is an error naming ``fun`` and its ``key`` argument."""
+    """One key, typed (returned as is) or raw (the default implementation's
+    ``uint32`` key data, checked against ``legacy_prng_key``); anything else
+    is an error naming ``fun`` and its ``key`` argument."""
     if isinstance(key, PRNGKeyArray):
         if key.shape:
             raise TypeError(f"lamina.random.{fun}: expected a single PRNG key, got a key array "
@@ -224,15 +309,18 @@ def _check_key(fun: str, key: Any) -> KeyArray:
         return key
     k = _util.operand(f"lamina.random.{fun}", key, "key")
     aval = get_aval(k)
-    if aval.shape != (2,) or aval.dtype != np.uint32:
+    impl = _default_impl()
+    if aval.shape != impl.key_shape or aval.dtype != np.uint32:
         raise TypeError(f"lamina.random.{fun}: argument key must be a PRNG key (a typed key "
-                        f"from lamina.random.key, or a uint32[2] array from PRNGKey), got "
-                        f"{aval.str_short()}; for a batch of keys use vmap")
+                        f"from lamina.random.key, or a uint32{list(impl.key_shape)} array of "
+                        f"{impl.name} key data from PRNGKey), got {aval.str_short()}; for a "
+                        f"batch of keys use vmap")
+    _check_legacy_key(fun)
     return k
 
 
 def _impl_of(key: KeyArray) -> PRNGImpl:
-    return key.impl if isinstance(key, PRNGKeyArray) else THREEFRY
+    return key.impl if isinstance(key, PRNGKeyArray) else _default_impl()
 
 
 def _data(key: KeyArray) -> Array:
@@ -280,26 +368,30 @@ def _seed_data(fun: str, seed: Any, impl: PRNGImpl) -> Array:
 
 
 def PRNGKey(seed: Any, *, impl: Any = None) -> KeyArray:  # noqa: N802 - JAX's name
-    """Raw key data (``uint32[2]`` for threefry2x32) from an integer seed: its
-    high and low 32-bit words."""
-    return _seed_data("PRNGKey", seed, resolve_impl("lamina.random.PRNGKey", impl))
+    """Raw key data from an integer seed (``impl``, default the
+    ``default_prng_impl`` setting; ``uint32[2]`` for threefry2x32: the seed's
+    high and low 32-bit words)."""
+    return _seed_data("PRNGKey", seed,
+                      resolve_impl("lamina.random.PRNGKey", impl, _default_impl()))
 
 
 # --- typed keys -----------------------------------------------------------------------------
 def default_prng_impl() -> str:
-    """The implementation ``key`` and ``PRNGKey`` use: ``threefry2x32``."""
-    return THREEFRY.name
+    """The implementation ``key`` and ``PRNGKey`` use: the
+    ``default_prng_impl`` setting (``threefry2x32`` unless changed)."""
+    return _default_impl().name
 
 
 def key_dtype(impl: Any = None) -> KeyDType:
-    """The dtype of typed keys of ``impl`` (default threefry2x32)."""
-    return KeyDType(resolve_impl("lamina.random.key_dtype", impl))
+    """The dtype of typed keys of ``impl`` (default the ``default_prng_impl`` setting)."""
+    return KeyDType(resolve_impl("lamina.random.key_dtype", impl, _default_impl()))
 
 
 def key(seed: Any, *, impl: Any = None) -> PRNGKeyArray:
     """A typed key (shape ``()``, dtype ``key<fry>``, ``key<rbg>`` or
-    ``key<urbg>``) from an integer seed."""
-    chosen = resolve_impl("lamina.random.key", impl)
+    ``key<urbg>``) from an integer seed (``impl``, default the
+    ``default_prng_impl`` setting)."""
+    chosen = resolve_impl("lamina.random.key", impl, _default_impl())
     return PRNGKeyArray(_seed_data("key", seed, chosen), chosen)
 
 
@@ -308,16 +400,20 @@ def key_data(keys: Any) -> Array:
     key_shape``); raw key data is returned as is."""
     if isinstance(keys, PRNGKeyArray):
         return keys.base
-    return _check_key_data("key_data", keys, THREEFRY)
+    data = _check_key_data("key_data", keys, _default_impl())
+    _check_legacy_key("key_data")
+    return data
 
 
 def key_impl(keys: Any) -> str:
     """The name of the implementation of typed or raw keys (``threefry2x32``,
-    ``rbg``, ``unsafe_rbg``)."""
+    ``rbg``, ``unsafe_rbg``; raw keys are the ``default_prng_impl`` setting's)."""
     if isinstance(keys, PRNGKeyArray):
         return keys.impl.name
-    _check_key_data("key_impl", keys, THREEFRY)
-    return THREEFRY.name
+    impl = _default_impl()
+    _check_key_data("key_impl", keys, impl)
+    _check_legacy_key("key_impl")
+    return impl.name
 
 
 def _check_key_data(fun: str, data: Any, impl: PRNGImpl, name: str = "keys") -> Array:
@@ -900,7 +996,8 @@ def _vary_like_key(fun: str, key: KeyArray, *args: Array) -> list[Array]:
 class _KeyedPrimitive(Primitive):
     """A primitive whose first operand is keys: bound with a typed key array it
     takes the key data and records the implementation as the ``impl`` param
-    (a raw ``uint32`` key is threefry data), so jaxprs carry plain arrays."""
+    (a raw ``uint32`` key is the default implementation's data), so jaxprs
+    carry plain arrays."""
 
     def bind(self, *args: Any, **params: Any) -> Any:
         keys, *rest = args
@@ -908,7 +1005,7 @@ class _KeyedPrimitive(Primitive):
             params["impl"] = keys.impl
             keys = keys.base
         else:
-            params.setdefault("impl", THREEFRY)
+            params.setdefault("impl", _default_impl())
         return super().bind(keys, *rest, **params)
 
 

@@ -18,20 +18,23 @@ from lamina_interpreters_pxla import backends
 from lamina_interpreters_pxla.array import Array, wrap_impl
 from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.cpp_dispatch import clear_cpp_caches
+from lamina_interpreters_pxla import execution_guard
 from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.sharding import Mesh
 from lamina_tracing_core.mesh import AxisType
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
+from lamina_sharded_jit.settings import config as jit_config
 from lamina_tracing_core import dtypes, trace_settings
 from lamina_tracing_core.core import config as core_config
 
 from lamina.__about__ import __version__
 
-__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "enable_x64",
-           "explain_cache_misses", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
-           "make_mesh", "numpy_dtype_promotion", "numpy_rank_promotion",
-           "print_environment_info", "process_indices"]
+__all__ = ["check_tracer_leaks", "checking_leaks", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision", "default_prng_impl", "enable_checks",
+           "enable_x64",
+           "explain_cache_misses", "legacy_prng_key", "log_compiles", "host_count", "host_id", "host_ids", "live_arrays",
+           "make_mesh", "no_execution", "no_tracing", "numpy_dtype_promotion", "numpy_rank_promotion",
+           "print_environment_info", "process_indices", "softmax_custom_jvp", "threefry_partitionable"]
 
 T = TypeVar("T")
 
@@ -91,9 +94,9 @@ default_device: ContextFlag[Any] = ContextFlag(
     backends.default_device_scope)
 
 
-def _trace_setting_flag(name: str) -> ContextFlag[Any]:
+def _trace_setting_flag(name: str, default: Any = _NO_DEFAULT) -> ContextFlag[Any]:
     return ContextFlag("jax_" + name, trace_settings.reader(name),
-                       lambda value: trace_settings.scoped(name, value))
+                       lambda value: trace_settings.scoped(name, value), default)
 
 
 #: ``with lamina.numpy_rank_promotion('raise'):`` refuses implicit rank
@@ -105,6 +108,19 @@ numpy_dtype_promotion = _trace_setting_flag("numpy_dtype_promotion")
 #: ``with lamina.default_matmul_precision('float32'):`` sets the precision of
 #: contractions given none, for a block.
 default_matmul_precision = _trace_setting_flag("default_matmul_precision")
+#: ``with lamina.legacy_prng_key('error'):`` refuses raw ``uint32`` keys in
+#: ``lamina.random`` for a block ('allow', 'warn' or 'error').
+legacy_prng_key = _trace_setting_flag("legacy_prng_key")
+#: ``with lamina.default_prng_impl('rbg'):`` makes ``random.key`` and
+#: ``random.PRNGKey`` use that implementation, and raw keys read as its data,
+#: for a block (not ``lamina.random.default_prng_impl()``, which reads it).
+default_prng_impl = _trace_setting_flag("default_prng_impl")
+#: ``with lamina.threefry_partitionable(False):`` makes Threefry keys split
+#: and draw bits by JAX's original, non-partitionable scheme for a block.
+threefry_partitionable = _trace_setting_flag("threefry_partitionable", default=True)
+#: ``with lamina.softmax_custom_jvp(True):`` differentiates ``nn.softmax`` by
+#: its custom JVP rule for a block (off: through its operations, JAX's default).
+softmax_custom_jvp = _trace_setting_flag("softmax_custom_jvp", default=True)
 
 
 @contextmanager
@@ -181,6 +197,46 @@ def set_float_check(name: str, enabled: bool) -> None:
 debug_nans = _float_check_flag("nans")
 #: ``with lamina.debug_infs(True):`` does the same for infinities.
 debug_infs = _float_check_flag("infs")
+
+
+@contextmanager
+def _no_tracing_scope(enabled: bool) -> Iterator[None]:
+    previous = jit_config.no_tracing
+    jit_config.update("no_tracing", bool(enabled))
+    try:
+        yield
+    finally:
+        jit_config.update("no_tracing", previous)
+
+
+#: ``with lamina.no_tracing(True):`` makes a jit call that would trace (a
+#: cache miss) a ``RuntimeError`` naming the function, for a block.
+no_tracing: ContextFlag[bool] = ContextFlag(
+    "jax_no_tracing", lambda: jit_config.no_tracing, _no_tracing_scope, default=True)
+
+
+#: ``with lamina.no_execution(True):`` makes running any compiled program (a
+#: jitted function, an eager operation) a ``RuntimeError`` naming it, for a
+#: block; tracing, lowering and compiling still work.
+no_execution: ContextFlag[bool] = ContextFlag(
+    "jax_no_execution", execution_guard.execution_disallowed,
+    execution_guard.no_execution_scope, default=True)
+
+
+@contextmanager
+def _enable_checks_scope(enabled: bool = True) -> Iterator[None]:
+    previous = core_config.enable_checks
+    core_config.enable_checks = bool(enabled)
+    try:
+        yield
+    finally:
+        core_config.enable_checks = previous
+
+
+#: ``with lamina.enable_checks(True):`` type-checks every jaxpr a trace or
+#: transformation produces (an ill-typed one is a ``JaxprTypeError``), for a block.
+enable_checks: ContextFlag[bool] = ContextFlag(
+    "jax_enable_checks", lambda: core_config.enable_checks, _enable_checks_scope, default=True)
 
 
 def checking_leaks() -> Any:

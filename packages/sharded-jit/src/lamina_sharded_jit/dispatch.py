@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from lamina_interpreters_pxla import backends, buffer_use
 from lamina_interpreters_pxla.array import Array, DeletedArrayError, record_donation
+from lamina_interpreters_pxla.execution_guard import state as _execution_guard
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.transfer import shard_args
@@ -109,8 +110,8 @@ class FastEntry:
         # and committed flag are the very objects recorded (identity checks).
         # A deleted array makes the execution fail, and the full path (taken on
         # MISS) then names it.
-        if _float_checks.any:
-            return MISS  # the full path checks the results
+        if _float_checks.any or _execution_guard.disallowed:
+            return MISS  # the full path checks the results, or refuses to run
         if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
                 or self.default_device is not _default_device.device or _custom_layouts):
             return self._run_checked(leaves)

@@ -23,6 +23,10 @@ chooses how programs over several devices are annotated and partitioned:
 Shardy (``sdy.mesh``, ``sdy.sharding``, ``sdy.manual_computation``) or, off,
 GSPMD (``mhlo.sharding`` strings and the ``SPMDFullToShardShape`` /
 ``SPMDShardToFullShape`` custom calls). Programs lowered afterwards use it.
+
+``no_tracing`` (``LAMINA_NO_TRACING``, default off; JAX's ``jax_no_tracing``)
+makes a call that would trace a function for ``jit`` (a cache miss) a
+``RuntimeError`` naming the function; calls whose trace is cached still run.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from typing import Any
 
 from lamina_interpreters_pxla._jaxlib import _jax
 
-__all__ = ["JitConfig", "config", "disable_jit", "jit_disabled", "sharding_format"]
+__all__ = ["JitConfig", "check_tracing_allowed", "config", "disable_jit", "jit_disabled",
+           "sharding_format"]
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 
@@ -60,6 +65,7 @@ class JitConfig:
         self.persistent_trace_cache_verify = _env_flag("LAMINA_PERSISTENT_TRACE_CACHE_VERIFY")
         self.use_shardy_partitioner = os.environ.get(
             "LAMINA_USE_SHARDY_PARTITIONER", "1").strip().lower() in _TRUTHY
+        self.no_tracing = _env_flag("LAMINA_NO_TRACING")
 
     @property
     def disable_jit(self) -> bool:
@@ -84,7 +90,7 @@ class JitConfig:
 
 
 _NAMES = ("disable_jit", "persistent_trace_cache", "persistent_trace_cache_verify",
-          "use_shardy_partitioner")
+          "use_shardy_partitioner", "no_tracing")
 config = JitConfig()
 
 
@@ -107,3 +113,11 @@ def disable_jit(disable: bool = True) -> Iterator[None]:
         yield
     finally:
         _DISABLE_JIT.set_local(previous)
+
+
+def check_tracing_allowed(fun_sourceinfo: str | None) -> None:
+    """Called before jit traces a function: with ``no_tracing`` on, JAX's
+    ``RuntimeError`` naming the function (``"<name> at <file>:<line>"``)."""
+    if config.no_tracing:
+        raise RuntimeError(f"re-tracing function {fun_sourceinfo} for `jit`, but 'no_tracing' "
+                           "is set")

@@ -41,6 +41,7 @@ from lamina_tracing_core.source_info import (
     NameStack, include_full_tracebacks_in_locations, set_name_stack)
 
 from lamina_sharded_jit.explain import describe_trace_miss, log_cost
+from lamina_sharded_jit.settings import check_tracing_allowed
 
 __all__ = ["TraceResult", "trace_pjit", "fresh_tracing", "register_context_part",
            "trace_cache", "tracing_context"]
@@ -103,6 +104,8 @@ trace_stats = {"traces": 0}
 def _trace(fun: WrappedFun, in_shardings: tuple[Any, ...]) -> TraceResult:
     """The cached function (runs on a miss only)."""
     del in_shardings  # part of the key: a call with other shardings is another signature
+    dbg = fun.debug_info
+    check_tracing_allowed(dbg.func_src_info if dbg is not None else fun.__name__)
     trace_stats["traces"] += 1
     in_avals = list(fun.in_type or ())
     start = time.perf_counter()

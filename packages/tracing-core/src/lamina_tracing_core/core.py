@@ -33,6 +33,7 @@ even of an unbatched value.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -108,9 +109,16 @@ class _Config:
     ``check_tracer_leaks`` (JAX's ``jax_check_tracer_leaks``, off by default):
     when a staging (jit, make_jaxpr) or vmap trace ends, any of its tracers
     still reachable is an error (see :func:`raise_if_leaked`); it costs a
-    garbage collection per trace, so it is for debugging."""
+    garbage collection per trace, so it is for debugging.
+
+    ``enable_checks`` (JAX's ``jax_enable_checks``, off by default;
+    ``LAMINA_ENABLE_CHECKS``): every jaxpr a trace or transformation produces
+    is type-checked (:func:`check_jaxpr`), an ill-typed one a ``JaxprTypeError``
+    naming the function and the equation; for debugging transformation rules."""
 
     check_tracer_leaks: bool = False
+    enable_checks: bool = os.environ.get("LAMINA_ENABLE_CHECKS", "").strip().lower() in (
+        "1", "true", "yes", "on")
 
     @property
     def validate_debug_info(self) -> bool:
@@ -193,9 +201,12 @@ def _is_value(x: Any) -> bool:
 
 def maybe_validate(jaxpr: Jaxpr | ClosedJaxpr) -> None:
     """Runs ``validate_jaxpr_debug_info`` on a jaxpr a transformation produced,
-    when ``config.validate_debug_info`` is on."""
+    when ``config.validate_debug_info`` is on, and :func:`check_jaxpr` when
+    ``config.enable_checks`` is."""
     if config.validate_debug_info:
         validate_jaxpr_debug_info(jaxpr, recursive=True, require=False)
+    if config.enable_checks:
+        check_jaxpr(jaxpr)
 
 
 # --- the trace stack -------------------------------------------------------------------

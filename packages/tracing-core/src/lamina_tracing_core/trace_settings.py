@@ -1,8 +1,8 @@
 """Settings that change what tracing produces, beyond ``enable_x64``.
 
-Four of JAX's config options decide how ``lamina.numpy`` and ``lax`` build
-equations, so a function traced under one value must not be reused under
-another:
+These JAX config options decide how ``lamina.numpy``, ``lax`` and
+``lamina.random`` build equations, so a function traced under one value must
+not be reused under another:
 
 - ``numpy_rank_promotion``: whether NumPy's implicit rank promotion
   (``(3,) + (2, 3)``) is allowed (``'allow'``), warned about (``'warn'``) or
@@ -15,14 +15,24 @@ another:
   or None for the backend's default;
 - ``auto_pcast``: whether an invariant value meeting a varying one in a
   ``shard_map`` body is ``pvary``'d implicitly (True, the default) or the
-  mismatch is an error.
+  mismatch is an error;
+- ``legacy_prng_key``: whether ``lamina.random`` accepts raw ``uint32`` keys
+  silently (``'allow'``, the default), with a warning (``'warn'``) or not at
+  all (``'error'``);
+- ``default_prng_impl``: the implementation ``random.key`` and
+  ``random.PRNGKey`` use, and that raw keys are read as (``'threefry2x32'``,
+  ``'rbg'`` or ``'unsafe_rbg'``);
+- ``threefry_partitionable``: whether Threefry keys split and draw bits by the
+  partitionable scheme (True, JAX's default) or JAX's original one;
+- ``softmax_custom_jvp``: whether ``nn.softmax`` is differentiated by its
+  custom JVP rule (True) or through its operations (False, JAX's default).
 
-:data:`state` holds the values; :attr:`TraceSettings.key` is a tuple of all
-three, a new object on every change, which the tracing caches put in their
+:data:`state` holds the values; :attr:`TraceSettings.key` is a tuple of them
+all, a new object on every change, which the tracing caches put in their
 keys and the cached call paths compare by identity. :data:`hooks` are called
 with the new key (jit's C++ path folds it into its cache key).
-Environment variables give the initial values (``LAMINA_NUMPY_RANK_PROMOTION``,
-``LAMINA_NUMPY_DTYPE_PROMOTION``, ``LAMINA_DEFAULT_MATMUL_PRECISION``).
+Environment variables give the initial values (``LAMINA_`` and the setting's
+name in capitals: ``LAMINA_NUMPY_RANK_PROMOTION``, ``LAMINA_DEFAULT_PRNG_IMPL``...).
 """
 
 from __future__ import annotations
@@ -32,7 +42,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["MATMUL_PRECISIONS", "RANK_PROMOTIONS", "DTYPE_PROMOTIONS", "TraceSettings",
+__all__ = ["LEGACY_PRNG_KEY_MODES", "MATMUL_PRECISIONS", "PRNG_IMPLS", "RANK_PROMOTIONS",
+           "DTYPE_PROMOTIONS", "TraceSettings",
            "hooks", "reader", "scoped", "state", "update"]
 
 RANK_PROMOTIONS = ("allow", "warn", "raise")
@@ -40,38 +51,50 @@ DTYPE_PROMOTIONS = ("standard", "strict")
 #: The precision names ``default_matmul_precision`` takes (lax.Precision's
 #: names and their dtype aliases); None is the backend's default.
 MATMUL_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
+LEGACY_PRNG_KEY_MODES = ("allow", "warn", "error")
+#: The key implementations lamina has (JAX also names threefry4x32 and the philox ones).
+PRNG_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg")
 
 _CHOICES: dict[str, tuple[Any, ...]] = {
     "numpy_rank_promotion": RANK_PROMOTIONS,
     "numpy_dtype_promotion": DTYPE_PROMOTIONS,
     "default_matmul_precision": (None, *MATMUL_PRECISIONS),
     "auto_pcast": (True, False),
+    "legacy_prng_key": LEGACY_PRNG_KEY_MODES,
+    "default_prng_impl": PRNG_IMPLS,
+    "threefry_partitionable": (True, False),
+    "softmax_custom_jvp": (False, True),
 }
+_BOOLEANS = frozenset({"auto_pcast", "threefry_partitionable", "softmax_custom_jvp"})
 
 
 class TraceSettings:
     """The current values (read directly on hot paths) and their :attr:`key`."""
 
     __slots__ = ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
-                 "auto_pcast", "key")
+                 "auto_pcast", "legacy_prng_key", "default_prng_impl", "threefry_partitionable",
+                 "softmax_custom_jvp", "key")
 
     def __init__(self) -> None:
         self.numpy_rank_promotion: str = "allow"
         self.numpy_dtype_promotion: str = "standard"
         self.default_matmul_precision: str | None = None
         self.auto_pcast: bool = True
+        self.legacy_prng_key: str = "allow"
+        self.default_prng_impl: str = "threefry2x32"
+        self.threefry_partitionable: bool = True
+        self.softmax_custom_jvp: bool = False
         self.key: tuple[Any, ...] = ()
         for name in _CHOICES:
             value: Any = os.environ.get("LAMINA_" + name.upper())
-            if value and name == "auto_pcast":
+            if value and name in _BOOLEANS:
                 value = value.lower() not in ("0", "false", "no", "off")
             if value is not None and value != "":
                 setattr(self, name, _checked(name, value))
         self._rekey()
 
     def _rekey(self) -> None:
-        self.key = (self.numpy_rank_promotion, self.numpy_dtype_promotion,
-                    self.default_matmul_precision, self.auto_pcast)
+        self.key = tuple(getattr(self, name) for name in _CHOICES)
 
 
 state = TraceSettings()

@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
-from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core import dtypes, lax, trace_settings
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.numpy import _util
@@ -260,10 +260,26 @@ def _axis_key(axis: Any) -> Axis:
     return tuple(int(a) for a in axis)
 
 
+def _softmax_autodiff(x: Any, axis: Axis, where: Any) -> Any:
+    """softmax differentiated through its operations (the maximum subtracted
+    for stability held constant): JAX's rule while ``softmax_custom_jvp`` is off."""
+    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    unnormalized = jnp.exp(jnp.subtract(x_safe, lax.stop_gradient(x_max)))
+    result = jnp.divide(unnormalized, jnp.sum(unnormalized, axis, where=where, keepdims=True))
+    return result if where is None else jnp.where(where, result, 0)
+
+
 def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Array:
-    """``exp(x) / sum(exp(x))`` along ``axis`` (0 where ``where`` is False)."""
+    """``exp(x) / sum(exp(x))`` along ``axis`` (0 where ``where`` is False).
+
+    Differentiated as JAX does: through its operations by default, or, with
+    the ``softmax_custom_jvp`` setting on, by the rule ``y * (dx - sum(y *
+    dx))`` from the output (one ``custom_jvp_call``)."""
     a = _inexact("softmax", x)
     mask = None if where is None else _util.operand("lamina.nn.softmax", where, "where")
+    if not trace_settings.state.softmax_custom_jvp:
+        return _softmax_autodiff(a, _axis_key(axis), mask)
     return _softmax_along(_axis_key(axis))(a, mask)
 
 
