@@ -4,8 +4,8 @@ Arguments are promoted to an inexact dtype as ``jnp`` promotes them. The
 gamma-family, error, Bessel and zeta functions are lax primitives (``lax.lgamma``,
 ``lax.igamma``, ``lax.bessel_i0e``, ...) with their derivatives; the rest are
 compositions written to stay finite where the naive formula overflows
-(``logsumexp``, ``log_ndtr``, ``xlogy`` at 0). ``logsumexp``, ``softmax`` and
-``log_softmax`` are ``lamina.nn``'s (one implementation).
+(``logsumexp``, ``log_ndtr``, ``xlogy`` at 0). ``logsumexp`` is ``lamina.nn``'s;
+``softmax`` and ``log_softmax`` are ``lamina.nn``'s over all axes by default.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from lamina_tracing_core.numpy import _util
 from lamina_sharded_jit import jit
 
 import lamina.numpy as jnp
-from lamina.nn import log_softmax, logsumexp, softmax
+import lamina.nn as _nn
+from lamina.nn import logsumexp
 from lamina.scipy._bessel_jn import bessel_jn
 from lamina.scipy._faddeeva import erfcx_complex, wofz
 from lamina.scipy._owens_t import owens_t
@@ -395,6 +396,16 @@ def logit(x: ArrayLike) -> Array:
     """``log(x / (1 - x))``, the inverse of ``expit``."""
     (a,) = _real("logit", x)
     return _logit_cj(a)
+
+
+def softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
+    """``exp(x) / sum(exp(x))`` over ``axis`` (all axes by default, as SciPy's)."""
+    return _nn.softmax(x, axis=axis)
+
+
+def log_softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
+    """``x - logsumexp(x)`` over ``axis`` (all axes by default, as SciPy's)."""
+    return _nn.log_softmax(x, axis=axis)
 
 
 # --- entropies ------------------------------------------------------------------------

@@ -162,7 +162,8 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
            right: ArrayLike | None = None, period: ArrayLike | None = None) -> Array:
     """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp``
     increasing) at ``x``; ``left``/``right`` outside the range (default the
-    end values), or periodic with ``period``."""
+    end values), or periodic with ``period``. Eagerly, one compiled program,
+    as JAX's."""
     (fps,) = _util.promote_dtypes_inexact("interp", fp)
     xs, xps = _util.promote_dtypes_inexact("interp", x, xp)
     if _util.ndim_of(xps) != 1 or _util.ndim_of(fps) != 1:
@@ -171,11 +172,17 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
         raise ValueError("lamina.numpy.interp: xp and fp must have the same length")
     if _util.shape_of(xps)[0] == 0:
         raise ValueError("lamina.numpy.interp: xp and fp must not be empty")
+    if period is not None and (left is not None or right is not None):
+        raise ValueError("lamina.numpy.interp: left and right are not used with period")
+    left, right, period = (None if v is None else _util.operand("interp", v, name)
+                           for v, name in ((left, "left"), (right, "right"), (period, "period")))
+    return _interp_compiled(xs, xps, fps, left, right, period)
+
+
+def _interp(xs: Any, xps: Any, fps: Any, left: Any, right: Any, period: Any) -> Array:
     dt = get_aval(xps).dtype
     if period is not None:
-        if left is not None or right is not None:
-            raise ValueError("lamina.numpy.interp: left and right are not used with period")
-        p = _util.convert(_util.operand("interp", period, "period"), dt)
+        p = _util.convert(period, dt)
         xs, xps = remainder(xs, p), remainder(xps, p)
         order = argsort(xps)
         xps, fps = take(xps, order), take(fps, order)
@@ -205,12 +212,15 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = 
         first_x = lax.index_in_dim(xps, 0, keepdims=False)
         last_x = lax.index_in_dim(xps, m - 1, keepdims=False)
         lo_val = lax.index_in_dim(fps, 0, keepdims=False) if left is None else \
-            _util.convert(_util.operand("interp", left, "left"), f_dt)
+            _util.convert(left, f_dt)
         hi_val = lax.index_in_dim(fps, m - 1, keepdims=False) if right is None else \
-            _util.convert(_util.operand("interp", right, "right"), f_dt)
+            _util.convert(right, f_dt)
         shape = _util.shape_of(out)
         out = lax.select(lax.lt(xs, lax.broadcast_in_dim(first_x, shape, ())),
                          _util.broadcast_to("interp", lo_val, shape), out)
         out = lax.select(lax.gt(xs, lax.broadcast_in_dim(last_x, shape, ())),
                          _util.broadcast_to("interp", hi_val, shape), out)
     return out
+
+
+_interp_compiled = tc_api.compiled_when_eager(_interp)

@@ -478,8 +478,12 @@ def _det_jvp(primals: Any, tangents: Any) -> Any:
 
 
 def det(a: ArrayLike) -> Array:
-    """The determinant of each square trailing matrix."""
-    return _det(_matrix("linalg.det", a, square=True))
+    """The determinant of each square trailing matrix; eagerly, one compiled
+    program, as JAX's."""
+    return _det_compiled(_matrix("linalg.det", a, square=True))
+
+
+_det_compiled = tc_api.compiled_when_eager(_det)
 
 
 def _default_rtol(x: Any) -> Any:
@@ -621,8 +625,12 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
 
 def cond(x: ArrayLike, p: Any = None) -> Array:
     """The condition number of each trailing matrix in norm ``p`` (None: the
-    2-norm ratio of the largest to the smallest singular value)."""
-    a = _matrix("linalg.cond", x)
+    2-norm ratio of the largest to the smallest singular value); eagerly, one
+    compiled program, as JAX's."""
+    return _cond_compiled(_matrix("linalg.cond", x), p)
+
+
+def _cond(a: Any, p: Any) -> Array:
     if p is None or p == 2:
         s = svdvals(a)
         return lax.div(red.max(s, axis=-1), red.min(s, axis=-1))
@@ -634,9 +642,12 @@ def cond(x: ArrayLike, p: Any = None) -> Array:
     return lax.select(lax.is_finite(r), r, lax.full_like(r, np.inf))
 
 
+_cond_compiled = tc_api.compiled_when_eager(_cond, static_argnums=(1,))
+
+
 def matrix_power(a: ArrayLike, n: int) -> Array:
     """``a`` raised to the integer power ``n`` (by repeated squaring; the
-    inverse first for negative ``n``)."""
+    inverse first for negative ``n``); eagerly, one compiled program, as JAX's."""
     (x,) = _util.promote_dtypes("linalg.matrix_power", a)
     shape = _util.shape_of(x)
     if len(shape) < 2 or shape[-1] != shape[-2]:
@@ -647,6 +658,11 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     except TypeError as e:
         raise TypeError(f"lamina.numpy.linalg.matrix_power: argument 'n' must be an integer, "
                         f"got {n!r}") from e
+    return _matrix_power_compiled(x, n)
+
+
+def _matrix_power(x: Any, n: int) -> Array:
+    shape = _util.shape_of(x)
     if n == 0:
         eye = np.eye(shape[-1], dtype=get_aval(x).dtype)
         return lax.broadcast_in_dim(eye, shape, (len(shape) - 2, len(shape) - 1))
@@ -662,6 +678,9 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
         if n:
             base = matmul(base, base)
     return result
+
+
+_matrix_power_compiled = tc_api.compiled_when_eager(_matrix_power, static_argnums=(1,))
 
 
 def multi_dot(arrays: Any, *, precision: Any = None) -> Array:
