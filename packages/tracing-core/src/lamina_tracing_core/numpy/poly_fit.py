@@ -65,7 +65,10 @@ def _polyfit(xs: Any, ys: Any, order: int, rcond: float, full: bool, weights: An
                       lax.broadcast_in_dim(weights, _util.shape_of(rhs), (0,)))
     # Scale the columns to unit norm for a better-conditioned problem.
     scale = lax.sqrt(lax.reduce_sum(lax.mul(lhs, lhs), (0,)))
-    lhs = lax.div(lhs, lax.broadcast_in_dim(scale, (n, order), (1,)))
+    # Broadcast through a (1, order) row as JAX does: XLA then rewrites the
+    # division as a product by reciprocals, and so must we for JAX's bits.
+    scale_row = lax.broadcast_in_dim(scale, (1, order), (1,))
+    lhs = lax.div(lhs, lax.broadcast_in_dim(scale_row, (n, order), (0, 1)))
     c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
     c = lax.div(c, scale if _util.ndim_of(c) == 1 else
                 lax.broadcast_in_dim(scale, _util.shape_of(c), (0,)))
