@@ -286,7 +286,11 @@ def _var(x: Any, axis: Axis, compute: Any, result: Any, keepdims: bool, where: A
     total = sum(squares, axis=axis, dtype=part, keepdims=keepdims, where=where)
     count = _count("var", x, axis, where, part, keepdims)
     count = lax.sub(count, _util.convert(ddof, part))
-    return _util.convert(lax.div(total, count), result)
+    out = _util.convert(lax.div(total, count), result)
+    # No degrees of freedom left (ddof >= N): NaN, as JAX's.
+    positive = lax.gt(count, lax.full_like(count, 0))
+    return lax.select(lax.broadcast_in_dim(positive, _util.shape_of(out), ()) if
+                      _util.ndim_of(positive) == 0 else positive, out, lax.full_like(out, np.nan))
 
 
 _var_compiled = tc_api.compiled_when_eager(_var, static_argnums=(1, 2, 3, 4))
@@ -464,22 +468,53 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None
 
 
 def nanvar(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
-           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
-    """``var`` of the non-NaN elements."""
+           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+           mean: ArrayLike | None = None) -> Array:
+    """``var`` of the non-NaN elements (NaN where no more than ``ddof`` are
+    left); ``mean``, if given, is their mean with the reduced axes kept.
+    Eagerly, one compiled program, as JAX's."""
     _util.check_out("nanvar", out)
     x = _util.operand("nanvar", a, "a")
-    valid = _not_nan("nanvar", x)
-    if where is not None:
-        valid = lax.bitwise_and(valid, _util.broadcast_to("nanvar", _truth("nanvar", where),
-                                                          _util.shape_of(x)))
-    return var(_nan_replaced("nanvar", x, 0), axis=axis, dtype=dtype, ddof=ddof,
-               keepdims=keepdims, where=valid)
+    compute, result = _var_dtypes("nanvar", x, dtype)
+    return _nanvar_compiled(x, _static_axis("nanvar", x, axis), compute, result, bool(keepdims),
+                            None if where is None else _truth("nanvar", where),
+                            _util.operand("nanvar", ddof, "ddof"),
+                            None if mean is None else _util.operand("nanvar", mean, "mean"))
+
+
+def _nanvar(x: Any, axis: Axis, compute: Any, result: Any, keepdims: bool, where: Any,
+            ddof: Any, mean: Any) -> Array:
+    # JAX's order of operations: the count of non-NaN elements stays an
+    # integer until the final division.
+    x = _util.convert(x, compute)
+    if mean is None:
+        mean = nanmean(x, axis=axis, dtype=compute, keepdims=True, where=where)
+    else:
+        mean = _util.convert(mean, compute)
+    is_nan = lax.ne(x, x)
+    diff = lax.sub(x, _util.broadcast_to("nanvar", mean, _util.shape_of(x)))
+    centered = lax.select(is_nan, lax.full_like(diff, 0), diff)
+    if dtypes.is_complex(compute):
+        squares = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        squares = lax.square(centered)
+    count = sum(lax.bitwise_not(is_nan), axis=axis, keepdims=keepdims, where=where)
+    count = lax.sub(count, _util.convert(ddof, get_aval(count).dtype))
+    empty = lax.le(count, lax.full_like(count, 0))
+    total = sum(squares, axis=axis, keepdims=keepdims, where=where)
+    total = lax.select(empty, lax.full_like(total, np.nan), total)
+    divisor = lax.select(empty, lax.full_like(count, 1), count)
+    return _util.convert(lax.div(total, _util.convert(divisor, get_aval(total).dtype)), result)
+
+
+_nanvar_compiled = tc_api.compiled_when_eager(_nanvar, static_argnums=(1, 2, 3, 4))
 
 
 def nanstd(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
-           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
-    """``std`` of the non-NaN elements."""
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+           mean: ArrayLike | None = None) -> Array:
+    """``std`` of the non-NaN elements: ``sqrt(nanvar(...))``."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean))
 
 
 # --- order statistics ---------------------------------------------------------------------------
