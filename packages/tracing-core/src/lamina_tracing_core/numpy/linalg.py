@@ -615,7 +615,6 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
         raise ValueError(f"lamina.numpy.linalg.lstsq: argument 'a' must be 2-D, got shape "
                          f"{_util.shape_of(x)}")
     m, n = _util.shape_of(x)
-    vec = _util.ndim_of(bb) == 1
     if _util.ndim_of(bb) not in (1, 2) or _util.shape_of(bb)[0] != m:
         raise ValueError(f"lamina.numpy.linalg.lstsq: argument 'b' of shape "
                          f"{_util.shape_of(bb)} does not match 'a' of shape {(m, n)}")
@@ -624,7 +623,8 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
     eps = float(np.finfo(get_aval(lax.abs(x)).dtype).eps)
     rc = eps * max(m, n) if rcond is None else float(rcond)
     # A negative rcond means machine precision (JAX's reading).
-    return _lstsq_compiled(x, bb, eps if rc < 0 else rc, bool(numpy_resid))
+    sol, resid, rank, s = _lstsq_compiled(x, bb, eps if rc < 0 else rc, bool(numpy_resid))
+    return sol, resid, rank, s
 
 
 def _lstsq(x: Any, bb: Any, rc: float, numpy_resid: bool) -> tuple[Array, Array, Array, Array]:
