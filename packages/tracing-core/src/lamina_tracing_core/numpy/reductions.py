@@ -308,7 +308,8 @@ def std(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
 
 def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
             returned: bool = False, keepdims: bool = False) -> Any:
-    """The (weighted) average over ``axis``; with ``returned`` also the sum of weights."""
+    """The (weighted) average over ``axis``; with ``returned`` also the sum of
+    weights. Eagerly, one compiled program, as JAX's."""
     if weights is None:
         x = _util.operand("average", a, "a")
         avg = mean(x, axis=axis, keepdims=keepdims)
@@ -326,10 +327,24 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
         if w_shape[0] != x_shape[ax]:
             raise ValueError(f"lamina.numpy.average: the length of weights ({w_shape[0]}) "
                              f"differs from a.shape[{ax}] ({x_shape[ax]})")
-        w = lax.broadcast_in_dim(w, x_shape, (ax,))
+        # Summed as given (not broadcast first), as JAX does: other bits otherwise.
+        w = lax.reshape(w, tuple(w_shape[0] if i == ax else 1 for i in range(len(x_shape))))
+    static_axis = axis if axis is None or isinstance(axis, (int, np.integer)) else tuple(axis)
+    return _weighted_average_compiled(x, w, static_axis, bool(returned), bool(keepdims))
+
+
+def _weighted_average(x: Any, w: Any, axis: Axis, returned: bool, keepdims: bool) -> Any:
+    x_shape = _util.shape_of(x)
     weight_sum = sum(w, axis=axis, keepdims=keepdims)
-    avg = lax.div(sum(lax.mul(x, w), axis=axis, keepdims=keepdims), weight_sum)
+    total = sum(lax.mul(x, _util.broadcast_to("average", w, x_shape)), axis=axis,
+                keepdims=keepdims)
+    weight_sum = _util.broadcast_to("average", weight_sum, _util.shape_of(total))
+    avg = lax.div(total, weight_sum)
     return (avg, weight_sum) if returned else avg
+
+
+_weighted_average_compiled = tc_api.compiled_when_eager(_weighted_average,
+                                                        static_argnums=(2, 3, 4))
 
 
 def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
