@@ -9,6 +9,7 @@ non-positive-definite input gives NaNs/infs as JAX does, never an exception.
 from __future__ import annotations
 
 import math
+import string
 import operator
 from functools import partial
 from typing import Any, NamedTuple
@@ -18,6 +19,7 @@ from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core.lax.contractions import Precision
+from lamina_tracing_core.numpy.einsum import einsum
 from lamina_tracing_core.control_flow.solves import custom_linear_solve
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.lax.helpers import operand_origin
@@ -730,15 +732,35 @@ _matrix_power_compiled = tc_api.compiled_when_eager(_matrix_power, static_argnum
 
 
 def multi_dot(arrays: Any, *, precision: Any = None) -> Array:
-    """The product of ``arrays`` (the first and last may be 1-D), left to right."""
-    arrs = list(arrays)
+    """The product of ``arrays`` (the first and last may be 1-D), contracted in
+    the cheapest order (``einsum``'s 'auto' path, as JAX's)."""
+    arrs = [_util.operand("linalg.multi_dot", a, "arrays") for a in arrays]
     if len(arrs) < 2:
         raise ValueError("lamina.numpy.linalg.multi_dot: argument 'arrays' needs at least two "
                          "arrays")
-    out = arrs[0]
-    for b in arrs[1:]:
-        out = matmul(out, b, precision=precision)
-    return out
+    shapes = [_util.shape_of(a) for a in arrs]
+    if (len(shapes[0]) not in (1, 2) or len(shapes[-1]) not in (1, 2)
+            or any(len(sh) != 2 for sh in shapes[1:-1])):
+        raise ValueError("lamina.numpy.linalg.multi_dot: argument 'arrays' must be 2-D but for "
+                         f"the first and last (1-D or 2-D); got shapes {shapes}")
+    if any(a[-1] != b[0] for a, b in zip(shapes[:-1], shapes[1:])):
+        raise ValueError("lamina.numpy.linalg.multi_dot: the last axis of each array must "
+                         f"match the first of the next; got shapes {shapes}")
+    if len(arrs) >= len(string.ascii_letters):  # beyond einsum's letters: left to right
+        out = arrs[0]
+        for b in arrs[1:]:
+            out = matmul(out, b, precision=precision)
+        return out
+    # Array i spans letters i and i + 1; a 1-D end keeps only its inner one.
+    letters = string.ascii_letters
+    terms = [letters[i:i + 2] for i in range(len(arrs))]
+    if len(shapes[0]) == 1:
+        terms[0] = terms[0][1:]
+    if len(shapes[-1]) == 1:
+        terms[-1] = terms[-1][:1]
+    result = (letters[0] if len(shapes[0]) == 2 else "") + \
+        (letters[len(arrs)] if len(shapes[-1]) == 2 else "")
+    return einsum(f"{','.join(terms)}->{result}", *arrs, optimize="auto", precision=precision)
 
 
 def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
