@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import control_flow as lax_control
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.avals import get_aval
@@ -125,15 +126,28 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
 def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized lower incomplete gamma function ``P(a, x)``."""
     s, v = _real("gammainc", a, x)
-    s, v = jnp.broadcast_arrays(s, v)
-    return lax.igamma(s, v)
+    return _igamma_broadcast(s, v)
 
 
 def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized upper incomplete gamma function ``Q(a, x)``."""
     s, v = _real("gammaincc", a, x)
-    s, v = jnp.broadcast_arrays(s, v)
-    return lax.igammac(s, v)
+    return _igammac_broadcast(s, v)
+
+
+# JAX binds igamma to the operands as given, broadcasting inside the one-op
+# program it compiles; XLA's expansion of igamma then gives other last bits
+# for a broadcast scalar than for a full array. So the broadcast runs inside
+# one compiled program here too.
+def _broadcast_then(op: Any) -> Any:
+    def run(s: Array, v: Array) -> Array:
+        return op(*jnp.broadcast_arrays(s, v))
+
+    return tc_api.compiled_when_eager(run)
+
+
+_igamma_broadcast = _broadcast_then(lax.igamma)
+_igammac_broadcast = _broadcast_then(lax.igammac)
 
 
 def multigammaln(a: ArrayLike, d: int) -> Array:
