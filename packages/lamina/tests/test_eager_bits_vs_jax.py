@@ -37,7 +37,9 @@ def _inputs() -> dict[str, np.ndarray]:
     tall, b6 = normal(6, 4), normal(6)
     withnan = x56.copy()
     withnan[1, 2] = withnan[3, 0] = np.nan
-    return dict(x56=x56, x345=x345, x7=x7, sq=sq, s3=s3, xs=xs, ys=ys, xq=xq, tall=tall, b6=b6,
+    pos56 = rng.uniform(0.1, 5, (5, 6)).astype(np.float32)
+    w6 = rng.uniform(0.05, 0.95, 6).astype(np.float32)
+    return dict(pos56=pos56, w6=w6, x56=x56, x345=x345, x7=x7, sq=sq, s3=s3, xs=xs, ys=ys, xq=xq, tall=tall, b6=b6,
                 withnan=withnan)
 
 
@@ -68,6 +70,12 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "nanvar": (lambda x: jnp.nanvar(x), ("withnan",)),
     "nanvar_axis1": (lambda x: jnp.nanvar(x, axis=1, ddof=1), ("withnan",)),
     "nanstd_axis0": (lambda x: jnp.nanstd(x, axis=0), ("withnan",)),
+    "logaddexp2": (lambda x: jnp.logaddexp2(x, x[::-1]), ("x56",)),
+    "logaddexp": (lambda x: jnp.logaddexp(x, x[::-1]), ("x56",)),
+    "average_weighted": (lambda x, w: jnp.average(x, axis=1, weights=w), ("x56", "w6")),
+    "linalg.multi_dot": (lambda a, v: jnp.linalg.multi_dot([a, a.T, v[:5]]), ("sq", "x7")),
+    "special.gammainc_scalar_a": (lambda x: special.gammainc(2.0, x), ("pos56",)),
+    "special.gammaincc_scalar_a": (lambda x: special.gammaincc(2.0, x), ("pos56",)),
 }
 
 # JAX 0.10.2 on CPU: (eager bits, jitted bits), as hex of the float32 bytes.
@@ -118,6 +126,18 @@ EXPECTED: dict[str, tuple[str, str]] = {
         'fb65ef3f86d1f93d4b14df3ff9e22b3f0ee2c63f'),
     'nanstd_axis0': ('a10a683fa970943fabe68c3fff26bb3fd634f33e44f3cc3e',
         'a10a683fa970943fabe68c3fff26bb3fd634f33e44f3cc3e'),
+    'logaddexp2': ('1eef8d3f96952bbf987aee3fe8d4f73f3aa5d13fe24c753fe605bf3f467eb83fcb18813f959fd83f1d05213fe4b9703f0cb3b03f10d7ed3fed6e3340ee4f92bfa3ce503f3242b33fe605bf3f467eb83fcb18813f959fd83f1d05213fe4b9703f1eef8d3f96952bbf987aee3fe8d4f73f3aa5d13fe24c753f',
+        '1eef8d3f96952bbf987aee3fe8d4f73f3aa5d13fe24c753fe605bf3f467eb83fcb18813f959fd83f1d05213fe4b9703f0cb3b03f10d7ed3fed6e3340ee4f92bfa3ce503f3242b33fe605bf3f467eb83fcb18813f959fd83f1d05213fe4b9703f1eef8d3f96952bbf987aee3fe8d4f73f3aa5d13fe24c753f'),
+    'logaddexp': ('09ed713f510778bf8532d63f8e47e93fc3d1aa3fd3d3283f356ba03f50cd963fb1423b3fc0cfb43f17f9a43e6aec2a3f186c893f1c90c63f74cb1f40e296b9bfbb40023f3efb8b3f356ba03f50cd963fb1423b3fc0cfb43f17f9a43e6aec2a3f09ed713f510778bf8532d63f8e47e93fc3d1aa3fd3d3283f',
+        '09ed713f510778bf8532d63f8e47e93fc3d1aa3fd3d3283f356ba03f50cd963fb1423b3fc0cfb43f17f9a43e6aec2a3f186c893f1c90c63f74cb1f40e296b9bfbb40023f3efb8b3f356ba03f50cd963fb1423b3fc0cfb43f17f9a43e6aec2a3f09ed713f510778bf8532d63f8e47e93fc3d1aa3fd3d3283f'),
+    'average_weighted': ('7e7ae5bef98c41bd792aff3ecb7c363efe29d23e',
+        '7e7ae5bef98c41bd792aff3ecb7c363efe29d23e'),
+    'linalg.multi_dot': ('ecd71d41e9e4d340d07a1fc1a0dc9a3f86e72ec0',
+        'ecd71d41e9e4d340d07a1fc1a0dc9a3f86e72ec0'),
+    'special.gammainc_scalar_a': ('0a9eb63d7294753f84ad1a3ffdc9bb3ed9ce663f4cb28b3ca888283f47b4613f0f05753facc7d43ea25a3b3ca438693f6303593fc3e76e3f4b0d643fbc42583f304fa13d89776d3ffff4703fad67593fa3d05e3fe76a4d3d6a16713f055d593e5b2d703f7ae0313fd779503f7f72903ded97283f6648623f',
+        '0a9eb63d7294753f84ad1a3ffdc9bb3ed9ce663f4cb28b3ca888283f47b4613f0f05753facc7d43ea25a3b3ca438693f6303593fc3e76e3f4b0d643fbc42583f304fa13d89776d3ffff4703fad67593fa3d05e3fe76a4d3d6a16713f055d593e5b2d703f7ae0313fd779503f7f72903ded97283f6648623f'),
+    'special.gammaincc_scalar_a': ('3f2c693fe5b8263df8a4ca3e021b223f3589c93d6ea27b3fb0eeae3ec95df23d17af2f3d2a9c153f95127d3fe13ab63d74f21b3eecc1883da695df3d0ef51e3e1ad66b3fb943943d16b0703d4b611a3e75bd043e5229733f61996e3dbfa8493f4b2a7d3d0c3f9c3ea6183e3eb0f16d3f26d0ae3ed0bced3d',
+        '3f2c693fe5b8263df8a4ca3e021b223f3589c93d6ea27b3fb0eeae3ec95df23d17af2f3d2a9c153f95127d3fe13ab63d74f21b3eecc1883da695df3d0ef51e3e1ad66b3fb943943d16b0703d4b611a3e75bd043e5229733f61996e3dbfa8493f4b2a7d3d0c3f9c3ea6183e3eb0f16d3f26d0ae3ed0bced3d'),
 }
 
 
@@ -151,3 +171,10 @@ def test_scipy_softmax_defaults_to_all_axes() -> None:
     assert np.isclose(float(jnp.sum(special.softmax(x))), 1.0, atol=1e-6)
     with pytest.raises(TypeError):
         special.softmax(x, 1)  # type: ignore[misc]  (axis is keyword-only, as JAX's)
+
+
+def test_sample_frequencies_divide_once_in_float32() -> None:
+    # JAX 0.10.2: k / float32(d * n), one float32 division per element.
+    assert _bits(jnp.fft.fftfreq(7, 0.3)) == (
+        "000000003ecff33e3ecf733f6edbb63f6edbb6bf3ecf73bf3ecff3be")
+    assert _bits(jnp.fft.rfftfreq(7, 0.3)) == "000000003ecff33e3ecf733f6edbb63f"
