@@ -290,10 +290,9 @@ _NDTRI_Q2 = (1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099
 
 
 def _horner(coefficients: tuple[float, ...], x: Array) -> Array:
-    acc = jnp.full_like(x, coefficients[0])
-    for c in coefficients[1:]:
-        acc = jnp.add(jnp.multiply(acc, x), _k(x, c))
-    return acc
+    # jnp.polyval with the coefficients in x's dtype, as JAX's ndtri evaluates
+    # them: eagerly each polynomial is its own compiled program (JAX's bits).
+    return jnp.polyval(np.asarray(coefficients, jnp.result_type(x)), x)
 
 
 def ndtri(p: ArrayLike) -> Array:
