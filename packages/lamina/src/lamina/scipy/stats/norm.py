@@ -55,5 +55,4 @@ def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
 
 def isf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Any:
     q, loc, scale = promote("norm.isf", q, loc, scale)
-    # ppf(1 - q), as JAX computes it (its bits, its rounding of 1 - q)
-    return ppf(jnp.subtract(k(q, 1), q), loc, scale)
+    return jnp.subtract(loc, jnp.multiply(special.ndtri(q), scale))
