@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax, trace_settings
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.custom_derivatives import custom_jvp
@@ -164,9 +165,17 @@ def mish(x: ArrayLike) -> Array:
 
 
 def squareplus(x: ArrayLike, b: ArrayLike = 4) -> Array:
-    """``(x + sqrt(x**2 + b)) / 2``, a smooth relu."""
+    """``(x + sqrt(x**2 + b)) / 2``, a smooth relu; eagerly, one compiled
+    program, as JAX's."""
     a = _inexact("squareplus", x)
+    return _squareplus_compiled(a, _util.operand("lamina.nn.squareplus", b, "b"))
+
+
+def _squareplus(a: Any, b: Any) -> Array:
     return jnp.divide(jnp.add(a, jnp.sqrt(jnp.add(jnp.square(a), b))), 2)
+
+
+_squareplus_compiled = tc_api.compiled_when_eager(_squareplus)
 
 
 def sparse_sigmoid(x: ArrayLike) -> Array:
@@ -348,12 +357,21 @@ def one_hot(x: ArrayLike, num_classes: int, *, dtype: Any = None, axis: int = -1
 def logmeanexp(x: ArrayLike, axis: Axis = None, where: ArrayLike | None = None,
                keepdims: bool = False) -> Array:
     """``log(mean(exp(x)))`` over ``axis`` (the elements ``where`` selects):
-    ``logsumexp(x) - log(n)``, without overflow."""
+    ``logsumexp(x) - log(n)``, without overflow; eagerly, one compiled
+    program, as JAX's."""
     a = _inexact("logmeanexp", x)
+    mask = None if where is None else _util.operand("lamina.nn.logmeanexp", where, "where")
+    return _logmeanexp_compiled(a, _axis_key(axis), bool(keepdims), mask)
+
+
+def _logmeanexp(a: Any, axis: Axis, keepdims: bool, where: Any) -> Array:
     total = logsumexp(a, axis=axis, keepdims=keepdims, where=where)
     included = jnp.ones_like(a) if where is None else jnp.broadcast_to(where, jnp.shape(a))
     count = jnp.sum(included, axis=axis, keepdims=keepdims, dtype=total.dtype)
     return jnp.subtract(total, jnp.log(count))
+
+
+_logmeanexp_compiled = tc_api.compiled_when_eager(_logmeanexp, static_argnums=(1, 2))
 
 
 def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
@@ -361,24 +379,35 @@ def standardize(x: ArrayLike, axis: Axis = -1, mean: ArrayLike | None = None,
                 where: ArrayLike | None = None, *, algorithm: str = "fast") -> Array:
     """``(x - mean) / sqrt(variance + epsilon)`` over ``axis``; the variance is
     ``mean(x**2) - mean(x)**2`` ('fast', JAX's default) or ``mean((x - mean)**2)``
-    ('stable')."""
+    ('stable'); eagerly, one compiled program, as JAX's."""
     a = _inexact("standardize", x)
-    axis = _axis_key(axis)
+    if algorithm not in ("fast", "stable"):
+        raise ValueError(f"lamina.nn.standardize: unknown algorithm {algorithm!r}; expected "
+                         "'fast' or 'stable'")
+    operands = [None if t is None else _util.operand("lamina.nn.standardize", t, name)
+                for t, name in ((mean, "mean"), (variance, "variance"), (where, "where"))]
+    return _standardize_compiled(a, _axis_key(axis), operands[0], operands[1],
+                                 _util.operand("lamina.nn.standardize", epsilon, "epsilon"),
+                                 operands[2], algorithm)
+
+
+def _standardize(a: Any, axis: Axis, mean: Any, variance: Any, epsilon: Any, where: Any,
+                 algorithm: str) -> Array:
     if mean is None:
         mean = jnp.mean(a, axis, keepdims=True, where=where)
     if variance is None:
         if algorithm == "stable":
             variance = jnp.mean(jnp.square(jnp.subtract(a, mean)), axis, keepdims=True,
                                 where=where)
-        elif algorithm == "fast":
+        else:
             variance = jnp.subtract(jnp.mean(jnp.square(a), axis, keepdims=True, where=where),
                                     jnp.square(mean))
             # The fast formula can go slightly negative; rsqrt needs >= 0.
             variance = jnp.clip(variance, 0)
-        else:
-            raise ValueError(f"lamina.nn.standardize: unknown algorithm {algorithm!r}; expected "
-                             "'fast' or 'stable'")
     return jnp.multiply(jnp.subtract(a, mean), lax.rsqrt(jnp.add(variance, epsilon)))
+
+
+_standardize_compiled = tc_api.compiled_when_eager(_standardize, static_argnums=(1, 6))
 
 
 normalize = standardize

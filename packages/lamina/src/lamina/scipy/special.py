@@ -4,8 +4,8 @@ Arguments are promoted to an inexact dtype as ``jnp`` promotes them. The
 gamma-family, error, Bessel and zeta functions are lax primitives (``lax.lgamma``,
 ``lax.igamma``, ``lax.bessel_i0e``, ...) with their derivatives; the rest are
 compositions written to stay finite where the naive formula overflows
-(``logsumexp``, ``log_ndtr``, ``xlogy`` at 0). ``logsumexp``, ``softmax`` and
-``log_softmax`` are ``lamina.nn``'s (one implementation).
+(``logsumexp``, ``log_ndtr``, ``xlogy`` at 0). ``logsumexp`` is ``lamina.nn``'s;
+``softmax`` and ``log_softmax`` are ``lamina.nn``'s over all axes by default.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import control_flow as lax_control
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.avals import get_aval
@@ -24,7 +25,8 @@ from lamina_tracing_core.numpy import _util
 from lamina_sharded_jit import jit
 
 import lamina.numpy as jnp
-from lamina.nn import log_softmax, logsumexp, softmax
+import lamina.nn as _nn
+from lamina.nn import logsumexp
 from lamina.scipy._bessel_jn import bessel_jn
 from lamina.scipy._faddeeva import erfcx_complex, wofz
 from lamina.scipy._owens_t import owens_t
@@ -124,15 +126,28 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
 def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized lower incomplete gamma function ``P(a, x)``."""
     s, v = _real("gammainc", a, x)
-    s, v = jnp.broadcast_arrays(s, v)
-    return lax.igamma(s, v)
+    return _igamma_broadcast(s, v)
 
 
 def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized upper incomplete gamma function ``Q(a, x)``."""
     s, v = _real("gammaincc", a, x)
-    s, v = jnp.broadcast_arrays(s, v)
-    return lax.igammac(s, v)
+    return _igammac_broadcast(s, v)
+
+
+# JAX binds igamma to the operands as given, broadcasting inside the one-op
+# program it compiles; XLA's expansion of igamma then gives other last bits
+# for a broadcast scalar than for a full array. So the broadcast runs inside
+# one compiled program here too.
+def _broadcast_then(op: Any) -> Any:
+    def run(s: Array, v: Array) -> Array:
+        return op(*jnp.broadcast_arrays(s, v))
+
+    return tc_api.compiled_when_eager(run)
+
+
+_igamma_broadcast = _broadcast_then(lax.igamma)
+_igammac_broadcast = _broadcast_then(lax.igammac)
 
 
 def multigammaln(a: ArrayLike, d: int) -> Array:
@@ -275,10 +290,9 @@ _NDTRI_Q2 = (1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099
 
 
 def _horner(coefficients: tuple[float, ...], x: Array) -> Array:
-    acc = jnp.full_like(x, coefficients[0])
-    for c in coefficients[1:]:
-        acc = jnp.add(jnp.multiply(acc, x), _k(x, c))
-    return acc
+    # jnp.polyval with the coefficients in x's dtype, as JAX's ndtri evaluates
+    # them: eagerly each polynomial is its own compiled program (JAX's bits).
+    return jnp.polyval(np.asarray(coefficients, jnp.result_type(x)), x)
 
 
 def ndtri(p: ArrayLike) -> Array:
@@ -395,6 +409,16 @@ def logit(x: ArrayLike) -> Array:
     """``log(x / (1 - x))``, the inverse of ``expit``."""
     (a,) = _real("logit", x)
     return _logit_cj(a)
+
+
+def softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
+    """``exp(x) / sum(exp(x))`` over ``axis`` (all axes by default, as SciPy's)."""
+    return _nn.softmax(x, axis=axis)
+
+
+def log_softmax(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
+    """``x - logsumexp(x)`` over ``axis`` (all axes by default, as SciPy's)."""
+    return _nn.log_softmax(x, axis=axis)
 
 
 # --- entropies ------------------------------------------------------------------------

@@ -168,7 +168,7 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | N
 
     The result's dtype and weakness are JAX's: the promotion of ``fp``'s
     inexact dtype with ``x``/``xp``'s (and ``period``'s), then with
-    ``left``/``right``."""
+    ``left``/``right``. Eagerly, one compiled program, as JAX's (its bits)."""
     xs, xps, fps = _util.operands("interp", x, xp, fp, names=("x", "xp", "fp"))
     if _util.shape_of(xps) != _util.shape_of(fps) or _util.ndim_of(xps) != 1:
         raise ValueError("lamina.numpy.interp: xp and fp must be one-dimensional arrays of "
@@ -183,6 +183,12 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | N
     if _util.shape_of(xps)[0] == 0:
         # JAX fails here in its gather, with a TypeError.
         raise TypeError("lamina.numpy.interp: xp and fp must not be empty")
+    ends = (None if extrapolate_left else left, None if extrapolate_right else right)
+    return _interp_compiled(xs, xps, fps, *ends, period, extrapolate_left, extrapolate_right)
+
+
+def _interp(xs: Any, xps: Any, fps: Any, left: Any, right: Any, period: Any,
+            extrapolate_left: bool, extrapolate_right: bool) -> Array:
     if period is not None:
         xs, xps, fps = _periodic_points(xs, xps, fps, period)
     m = _util.shape_of(xps)[0]
@@ -234,3 +240,6 @@ def _periodic_points(xs: Any, xps: Any, fps: Any, period: ArrayLike) -> tuple[An
     fps = concatenate([lax.slice_in_dim(fps, m - 1, m, 1, 0), fps,
                        lax.slice_in_dim(fps, 0, 1, 1, 0)])
     return xs, xps, fps
+
+
+_interp_compiled = tc_api.compiled_when_eager(_interp, static_argnums=(6, 7))

@@ -267,7 +267,9 @@ def _freq_dtype(fun: str, dtype: Any) -> np.dtype[Any]:
 def _freqs(fun: str, ints: np.ndarray[Any, Any], n: int, d: Any, dtype: Any) -> Array:
     out_dtype = _freq_dtype(fun, dtype)
     if isinstance(d, (int, float, np.integer, np.floating)):
-        return np.asarray(ints / (float(d) * n), out_dtype)
+        # One rounded division in the output dtype, as JAX's (dividing in
+        # float64 and rounding after can give another last bit).
+        return np.divide(np.asarray(ints, out_dtype), np.asarray(d * n, out_dtype))
     scale = lax.mul(lax.convert_element_type(d, out_dtype), np.array(n, out_dtype))
     return lax.div(np.asarray(ints, out_dtype), scale)
 

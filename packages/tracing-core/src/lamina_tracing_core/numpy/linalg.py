@@ -9,6 +9,7 @@ non-positive-definite input gives NaNs/infs as JAX does, never an exception.
 from __future__ import annotations
 
 import math
+import string
 import operator
 from functools import partial
 from typing import Any, NamedTuple
@@ -17,6 +18,8 @@ import numpy as np
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core import api as tc_api
+from lamina_tracing_core.lax.contractions import Precision
+from lamina_tracing_core.numpy.einsum import einsum
 from lamina_tracing_core.control_flow.solves import custom_linear_solve
 from lamina_tracing_core.custom_derivatives import custom_jvp
 from lamina_tracing_core.lax.helpers import operand_origin
@@ -481,8 +484,38 @@ def _det_jvp(primals: Any, tangents: Any) -> Any:
 
 
 def det(a: ArrayLike) -> Array:
-    """The determinant of each square trailing matrix."""
-    return _det(_matrix("linalg.det", a, square=True))
+    """The determinant of each square trailing matrix: for 2x2 and 3x3 the
+    expansion by products of entries, otherwise from the LU factorization (as
+    JAX computes it); eagerly, one compiled program, as JAX's."""
+    return _det_compiled(_matrix("linalg.det", a, square=True))
+
+
+def _det_by_size(a: Any) -> Any:
+    n = _util.shape_of(a)[-1]
+    if n not in (2, 3):
+        return _det(a)
+
+    def entry(i: int, j: int) -> Any:
+        nd = _util.ndim_of(a)
+        row = lax.index_in_dim(a, i, nd - 2, keepdims=False)
+        return lax.index_in_dim(row, j, nd - 2, keepdims=False)
+
+    if n == 2:
+        return lax.sub(lax.mul(entry(0, 0), entry(1, 1)), lax.mul(entry(0, 1), entry(1, 0)))
+
+    def term(p: tuple[int, int, int]) -> Any:
+        return lax.mul(lax.mul(entry(0, p[0]), entry(1, p[1])), entry(2, p[2]))
+
+    # Leibniz's formula, summed in JAX's order: the even permutations, then the odd.
+    out = term((0, 1, 2))
+    out = lax.add(out, term((1, 2, 0)))
+    out = lax.add(out, term((2, 0, 1)))
+    out = lax.sub(out, term((2, 1, 0)))
+    out = lax.sub(out, term((0, 2, 1)))
+    return lax.sub(out, term((1, 0, 2)))
+
+
+_det_compiled = tc_api.compiled_when_eager(_det_by_size)
 
 
 def _default_rtol(x: Any) -> Any:
@@ -579,35 +612,49 @@ def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *
 def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
           numpy_resid: bool = False) -> tuple[Array, Array, Array, Array]:
     """``(x, residuals, rank, s)``: the least-squares solution of ``a @ x = b``
-    for a 2-D ``a`` and 1-D or 2-D ``b``, via the SVD."""
+    for a 2-D ``a`` and 1-D or 2-D ``b``, via the SVD; eagerly, one compiled
+    program, as JAX's."""
     x = _matrix("linalg.lstsq", a)
     x, bb = _util.promote_dtypes_inexact("linalg.lstsq", x, b)
     if _util.ndim_of(x) != 2:
         raise ValueError(f"lamina.numpy.linalg.lstsq: argument 'a' must be 2-D, got shape "
                          f"{_util.shape_of(x)}")
     m, n = _util.shape_of(x)
-    vec = _util.ndim_of(bb) == 1
     if _util.ndim_of(bb) not in (1, 2) or _util.shape_of(bb)[0] != m:
         raise ValueError(f"lamina.numpy.linalg.lstsq: argument 'b' of shape "
                          f"{_util.shape_of(bb)} does not match 'a' of shape {(m, n)}")
-    b2 = lax.reshape(bb, (m, 1)) if vec else bb
-    dtype = get_aval(x).dtype
+    if min(m, n) == 0:
+        raise ValueError("lamina.numpy.linalg.lstsq: argument 'a' is empty")
     eps = float(np.finfo(get_aval(lax.abs(x)).dtype).eps)
     rc = eps * max(m, n) if rcond is None else float(rcond)
+    # A negative rcond means machine precision (JAX's reading).
+    sol, resid, rank, s = _lstsq_compiled(x, bb, eps if rc < 0 else rc, bool(numpy_resid))
+    return sol, resid, rank, s
+
+
+def _lstsq(x: Any, bb: Any, rc: float, numpy_resid: bool) -> tuple[Array, Array, Array, Array]:
+    m, n = _util.shape_of(x)
+    vec = _util.ndim_of(bb) == 1
+    b2 = lax.reshape(bb, (m, 1)) if vec else bb
+    dtype = get_aval(x).dtype
     u, s, vt = svd(x, full_matrices=False)
     k = min(m, n)
-    if k == 0:
-        raise ValueError("lamina.numpy.linalg.lstsq: argument 'a' is empty")
     s0 = lax.slice(s, (0,), (1,))
-    mask = lax.ge(s, lax.broadcast_in_dim(lax.mul(s0, lax.full_like(s0, rc)), (k,), (0,)))
+    mask = lax.bitwise_and(
+        lax.gt(s, lax.full_like(s, 0)),
+        lax.ge(s, lax.broadcast_in_dim(lax.mul(s0, lax.full_like(s0, rc)), (k,), (0,))))
     rank = red.sum(mask, dtype=dtypes.int32)
     safe = lax.select(mask, s, lax.full_like(s, 1))
     s_inv = lax.select(mask, lax.div(lax.full_like(s, 1), safe), lax.full_like(s, 0))
-    uTb = matmul(_H(u), b2)
+    # JAX asks for the highest precision in these products (on accelerators
+    # the default may round through bfloat16).
+    highest = Precision.HIGHEST
+    uTb = matmul(_H(u), b2, precision=highest)
     scaled = lax.mul(lax.broadcast_in_dim(lax.convert_element_type(s_inv, dtype),
                                           _util.shape_of(uTb), (0,)), uTb)
-    sol = matmul(_H(vt), scaled)
-    resid_full = red.sum(_squares(lax.sub(b2, matmul(x, sol))), axis=0)
+    sol = matmul(_H(vt), scaled, precision=highest)
+    # JAX squares the residual norms (not the plain sum of squares: other bits)
+    resid_full = lax.square(norm(lax.sub(b2, matmul(x, sol, precision=highest)), axis=0))
     if numpy_resid:
         full_rank = lax.eq(rank, lax.full_like(rank, n))
         if m > n:
@@ -622,10 +669,17 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
     return sol, resid, rank, s
 
 
+_lstsq_compiled = tc_api.compiled_when_eager(_lstsq, static_argnums=(2, 3))
+
+
 def cond(x: ArrayLike, p: Any = None) -> Array:
     """The condition number of each trailing matrix in norm ``p`` (None: the
-    2-norm ratio of the largest to the smallest singular value)."""
-    a = _matrix("linalg.cond", x)
+    2-norm ratio of the largest to the smallest singular value); eagerly, one
+    compiled program, as JAX's."""
+    return _cond_compiled(_matrix("linalg.cond", x), p)
+
+
+def _cond(a: Any, p: Any) -> Array:
     if p is None or p == 2:
         s = svdvals(a)
         return lax.div(red.max(s, axis=-1), red.min(s, axis=-1))
@@ -637,9 +691,12 @@ def cond(x: ArrayLike, p: Any = None) -> Array:
     return lax.select(lax.is_finite(r), r, lax.full_like(r, np.inf))
 
 
+_cond_compiled = tc_api.compiled_when_eager(_cond, static_argnums=(1,))
+
+
 def matrix_power(a: ArrayLike, n: int) -> Array:
     """``a`` raised to the integer power ``n`` (by repeated squaring; the
-    inverse first for negative ``n``)."""
+    inverse first for negative ``n``); eagerly, one compiled program, as JAX's."""
     (x,) = _util.promote_dtypes("linalg.matrix_power", a)
     shape = _util.shape_of(x)
     if len(shape) < 2 or shape[-1] != shape[-2]:
@@ -650,12 +707,19 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     except TypeError as e:
         raise TypeError(f"lamina.numpy.linalg.matrix_power: argument 'n' must be an integer, "
                         f"got {n!r}") from e
+    return _matrix_power_compiled(x, n)
+
+
+def _matrix_power(x: Any, n: int) -> Array:
+    shape = _util.shape_of(x)
     if n == 0:
         eye = np.eye(shape[-1], dtype=get_aval(x).dtype)
         return lax.broadcast_in_dim(eye, shape, (len(shape) - 2, len(shape) - 1))
     if n < 0:
         x = inv(x)
         n = -n
+    if n == 3:  # JAX's grouping for the cube: (a @ a) @ a
+        return matmul(matmul(x, x), x)
     result: Any = None
     base = x
     while n:
@@ -667,16 +731,39 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     return result
 
 
+_matrix_power_compiled = tc_api.compiled_when_eager(_matrix_power, static_argnums=(1,))
+
+
 def multi_dot(arrays: Any, *, precision: Any = None) -> Array:
-    """The product of ``arrays`` (the first and last may be 1-D), left to right."""
-    arrs = list(arrays)
+    """The product of ``arrays`` (the first and last may be 1-D), contracted in
+    the cheapest order (``einsum``'s 'auto' path, as JAX's)."""
+    arrs = [_util.operand("linalg.multi_dot", a, "arrays") for a in arrays]
     if len(arrs) < 2:
         raise ValueError("lamina.numpy.linalg.multi_dot: argument 'arrays' needs at least two "
                          "arrays")
-    out = arrs[0]
-    for b in arrs[1:]:
-        out = matmul(out, b, precision=precision)
-    return out
+    shapes = [_util.shape_of(a) for a in arrs]
+    if (len(shapes[0]) not in (1, 2) or len(shapes[-1]) not in (1, 2)
+            or any(len(sh) != 2 for sh in shapes[1:-1])):
+        raise ValueError("lamina.numpy.linalg.multi_dot: argument 'arrays' must be 2-D but for "
+                         f"the first and last (1-D or 2-D); got shapes {shapes}")
+    if any(a[-1] != b[0] for a, b in zip(shapes[:-1], shapes[1:])):
+        raise ValueError("lamina.numpy.linalg.multi_dot: the last axis of each array must "
+                         f"match the first of the next; got shapes {shapes}")
+    if len(arrs) >= len(string.ascii_letters):  # beyond einsum's letters: left to right
+        out = arrs[0]
+        for b in arrs[1:]:
+            out = matmul(out, b, precision=precision)
+        return out
+    # Array i spans letters i and i + 1; a 1-D end keeps only its inner one.
+    letters = string.ascii_letters
+    terms = [letters[i:i + 2] for i in range(len(arrs))]
+    if len(shapes[0]) == 1:
+        terms[0] = terms[0][1:]
+    if len(shapes[-1]) == 1:
+        terms[-1] = terms[-1][:1]
+    result = (letters[0] if len(shapes[0]) == 2 else "") + \
+        (letters[len(arrs)] if len(shapes[-1]) == 2 else "")
+    return einsum(f"{','.join(terms)}->{result}", *arrs, optimize="auto", precision=precision)
 
 
 def tensorinv(a: ArrayLike, ind: int = 2) -> Array:

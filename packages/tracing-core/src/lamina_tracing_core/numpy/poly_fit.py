@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.numpy import _util, linalg
@@ -20,7 +21,8 @@ def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None,
     """The least-squares fit of a degree-``deg`` polynomial to the points
     ``(x, y)`` (``y`` may hold several data sets as columns); ``full`` adds
     the residuals, rank, singular values and ``rcond``; ``cov`` the
-    covariance matrix of the coefficients."""
+    covariance matrix of the coefficients. Eagerly, one compiled program,
+    as JAX's."""
     xs, ys = _util.promote_dtypes_inexact("polyfit", x, y)
     degree = _util.concrete_int("polyfit", deg, "deg")
     if degree < 0:
@@ -38,19 +40,35 @@ def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None,
     dt = get_aval(xs).dtype
     if rcond is None:
         rcond = n * float(np.finfo(dt).eps)
-    lhs = vander(xs, order)
-    rhs = ys
+    weights = None
     if w is not None:
         (weights,) = _util.operands("polyfit", w, names=("w",))
-        weights = _util.convert(weights, dt)
         if _util.shape_of(weights) != (n,):
             raise TypeError("lamina.numpy.polyfit: expected a 1-D w of the length of x")
+    if cov and cov != "unscaled" and n <= order:
+        raise ValueError("lamina.numpy.polyfit: the number of data points must exceed "
+                         "order to scale the covariance matrix")
+    return _polyfit_compiled(xs, ys, order, float(rcond), bool(full), weights,
+                             cov if cov == "unscaled" else bool(cov))
+
+
+def _polyfit(xs: Any, ys: Any, order: int, rcond: float, full: bool, weights: Any,
+             cov: bool | str) -> Any:
+    n = _util.shape_of(xs)[0]
+    dt = get_aval(xs).dtype
+    lhs = vander(xs, order)
+    rhs = ys
+    if weights is not None:
+        weights = _util.convert(weights, dt)
         lhs = lax.mul(lhs, lax.broadcast_in_dim(weights, (n, order), (0,)))
         rhs = lax.mul(rhs, weights if _util.ndim_of(rhs) == 1 else
                       lax.broadcast_in_dim(weights, _util.shape_of(rhs), (0,)))
     # Scale the columns to unit norm for a better-conditioned problem.
     scale = lax.sqrt(lax.reduce_sum(lax.mul(lhs, lhs), (0,)))
-    lhs = lax.div(lhs, lax.broadcast_in_dim(scale, (n, order), (1,)))
+    # Broadcast through a (1, order) row as JAX does: XLA then rewrites the
+    # division as a product by reciprocals, and so must we for JAX's bits.
+    scale_row = lax.broadcast_in_dim(scale, (1, order), (1,))
+    lhs = lax.div(lhs, lax.broadcast_in_dim(scale_row, (n, order), (0, 1)))
     c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
     c = lax.div(c, scale if _util.ndim_of(c) == 1 else
                 lax.broadcast_in_dim(scale, _util.shape_of(c), (0,)))
@@ -64,9 +82,6 @@ def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None,
         base = lax.div(base, outer)
         if cov == "unscaled":
             return c, base
-        if n <= order:
-            raise ValueError("lamina.numpy.polyfit: the number of data points must exceed "
-                             "order to scale the covariance matrix")
         fac = lax.div(resids, lax.full_like(resids, n - order))
         if _util.ndim_of(ys) == 1:
             return c, lax.mul(base, lax.broadcast_in_dim(lax.reshape(fac, ()),
@@ -76,6 +91,9 @@ def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None,
                           lax.broadcast_in_dim(fac, (order, order, _util.shape_of(fac)[0]),
                                                (2,)))
     return c
+
+
+_polyfit_compiled = tc_api.compiled_when_eager(_polyfit, static_argnums=(2, 3, 4, 6))
 
 
 def _companion_roots(p: Any) -> Any:
@@ -133,3 +151,4 @@ def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
     keep = lax.lt(lax.iota(ints, n - 1), lax.sub(np.asarray(n - 1, ints), leading_t))
     nan = lax.full_like(found, complex(np.nan, np.nan))
     return lax.select(keep, found, nan)
+

@@ -13,6 +13,7 @@ from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
+from lamina_tracing_core.numpy.ufuncs import power
 
 
 def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
@@ -41,7 +42,8 @@ _polyval_compiled = tc_api.compiled_when_eager(_polyval, static_argnums=(2,))
 
 def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
     """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x, 1``
-    (or increasing powers)."""
+    (or increasing powers), each ``power(x, k)`` as JAX computes it; eagerly,
+    one compiled program, as JAX's."""
     (v,) = _util.operands("vander", x)
     if _util.ndim_of(v) != 1:
         raise ValueError("lamina.numpy.vander: x must be 1-D")
@@ -49,16 +51,18 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
     n = m if N is None else _util.concrete_int("vander", N, "N")
     if n < 0:
         raise ValueError("lamina.numpy.vander: N must be non-negative")
-    columns: list[Any] = []
-    power = lax.full_like(v, 1)
-    for _ in range(n):
-        columns.append(lax.reshape(power, (m, 1)))
-        power = lax.mul(power, v)
+    return _vander_compiled(v, n, bool(increasing))
+
+
+def _vander(v: Any, n: int, increasing: bool) -> Array:
+    m = _util.shape_of(v)[0]
+    exponents = lax.iota(get_aval(v).dtype, n)
     if not increasing:
-        columns.reverse()
-    if not columns:
-        return lax.full((m, 0), 0, get_aval(v).dtype)
-    return lax.concatenate(columns, 1)
+        exponents = lax.sub(lax.full_like(exponents, n - 1), exponents)
+    return power(lax.reshape(v, (m, 1)), lax.reshape(exponents, (1, n)))
+
+
+_vander_compiled = tc_api.compiled_when_eager(_vander, static_argnums=(1, 2))
 
 
 # --- coefficient arithmetic --------------------------------------------------------------------

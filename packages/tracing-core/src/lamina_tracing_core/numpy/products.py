@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lamina_tracing_core.avals import get_aval
+from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.numpy import _util
@@ -182,10 +183,15 @@ def kron(a: ArrayLike, b: ArrayLike) -> Array:
 
 def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Array:
-    """The cross product of 2- or 3-vectors along the given axes (broadcast)."""
+    """The cross product of 2- or 3-vectors along the given axes (broadcast);
+    eagerly, one compiled program, as JAX's."""
     if axis is not None:
         axisa = axisb = axisc = axis
     x, y = _util.promote_dtypes("cross", a, b)
+    return _cross_compiled(x, y, axisa, axisb, axisc)
+
+
+def _cross(x: Any, y: Any, axisa: int, axisb: int, axisc: int) -> Array:
     x, y = moveaxis(x, axisa, -1), moveaxis(y, axisb, -1)
     nx, ny = _util.shape_of(x)[-1], _util.shape_of(y)[-1]
     if nx not in (2, 3) or ny not in (2, 3):
@@ -210,6 +216,9 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     stacked = lax.concatenate([lax.expand_dims(_util.broadcast_to("cross", p, shape), (len(shape),))
                                for p in parts], len(shape))
     return moveaxis(stacked, -1, axisc)
+
+
+_cross_compiled = tc_api.compiled_when_eager(_cross, static_argnums=(2, 3, 4))
 
 
 # --- diagonals --------------------------------------------------------------------------------

@@ -286,7 +286,11 @@ def _var(x: Any, axis: Axis, compute: Any, result: Any, keepdims: bool, where: A
     total = sum(squares, axis=axis, dtype=part, keepdims=keepdims, where=where)
     count = _count("var", x, axis, where, part, keepdims)
     count = lax.sub(count, _util.convert(ddof, part))
-    return _util.convert(lax.div(total, count), result)
+    out = _util.convert(lax.div(total, count), result)
+    # No degrees of freedom left (ddof >= N): NaN, as JAX's.
+    positive = lax.gt(count, lax.full_like(count, 0))
+    return lax.select(lax.broadcast_in_dim(positive, _util.shape_of(out), ()) if
+                      _util.ndim_of(positive) == 0 else positive, out, lax.full_like(out, np.nan))
 
 
 _var_compiled = tc_api.compiled_when_eager(_var, static_argnums=(1, 2, 3, 4))
@@ -304,7 +308,8 @@ def std(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
 
 def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
             returned: bool = False, keepdims: bool = False) -> Any:
-    """The (weighted) average over ``axis``; with ``returned`` also the sum of weights."""
+    """The (weighted) average over ``axis``; with ``returned`` also the sum of
+    weights. Eagerly, one compiled program, as JAX's."""
     if weights is None:
         x = _util.operand("average", a, "a")
         avg = mean(x, axis=axis, keepdims=keepdims)
@@ -322,10 +327,24 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
         if w_shape[0] != x_shape[ax]:
             raise ValueError(f"lamina.numpy.average: the length of weights ({w_shape[0]}) "
                              f"differs from a.shape[{ax}] ({x_shape[ax]})")
-        w = lax.broadcast_in_dim(w, x_shape, (ax,))
+        # Summed as given (not broadcast first), as JAX does: other bits otherwise.
+        w = lax.reshape(w, tuple(w_shape[0] if i == ax else 1 for i in range(len(x_shape))))
+    static_axis = axis if axis is None or isinstance(axis, (int, np.integer)) else tuple(axis)
+    return _weighted_average_compiled(x, w, static_axis, bool(returned), bool(keepdims))
+
+
+def _weighted_average(x: Any, w: Any, axis: Axis, returned: bool, keepdims: bool) -> Any:
+    x_shape = _util.shape_of(x)
     weight_sum = sum(w, axis=axis, keepdims=keepdims)
-    avg = lax.div(sum(lax.mul(x, w), axis=axis, keepdims=keepdims), weight_sum)
+    total = sum(lax.mul(x, _util.broadcast_to("average", w, x_shape)), axis=axis,
+                keepdims=keepdims)
+    weight_sum = _util.broadcast_to("average", weight_sum, _util.shape_of(total))
+    avg = lax.div(total, weight_sum)
     return (avg, weight_sum) if returned else avg
+
+
+_weighted_average_compiled = tc_api.compiled_when_eager(_weighted_average,
+                                                        static_argnums=(2, 3, 4))
 
 
 def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
@@ -512,22 +531,53 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None
 
 
 def nanvar(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
-           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
-    """``var`` of the non-NaN elements."""
+           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+           mean: ArrayLike | None = None) -> Array:
+    """``var`` of the non-NaN elements (NaN where no more than ``ddof`` are
+    left); ``mean``, if given, is their mean with the reduced axes kept.
+    Eagerly, one compiled program, as JAX's."""
     _util.check_out("nanvar", out)
     x = _util.operand("nanvar", a, "a")
-    valid = _not_nan("nanvar", x)
-    if where is not None:
-        valid = lax.bitwise_and(valid, _util.broadcast_to("nanvar", _truth("nanvar", where),
-                                                          _util.shape_of(x)))
-    return var(_nan_replaced("nanvar", x, 0), axis=axis, dtype=dtype, ddof=ddof,
-               keepdims=keepdims, where=valid)
+    compute, result = _var_dtypes("nanvar", x, dtype)
+    return _nanvar_compiled(x, _static_axis("nanvar", x, axis), compute, result, bool(keepdims),
+                            None if where is None else _truth("nanvar", where),
+                            _util.operand("nanvar", ddof, "ddof"),
+                            None if mean is None else _util.operand("nanvar", mean, "mean"))
+
+
+def _nanvar(x: Any, axis: Axis, compute: Any, result: Any, keepdims: bool, where: Any,
+            ddof: Any, mean: Any) -> Array:
+    # JAX's order of operations: the count of non-NaN elements stays an
+    # integer until the final division.
+    x = _util.convert(x, compute)
+    if mean is None:
+        mean = nanmean(x, axis=axis, dtype=compute, keepdims=True, where=where)
+    else:
+        mean = _util.convert(mean, compute)
+    is_nan = lax.ne(x, x)
+    diff = lax.sub(x, _util.broadcast_to("nanvar", mean, _util.shape_of(x)))
+    centered = lax.select(is_nan, lax.full_like(diff, 0), diff)
+    if dtypes.is_complex(compute):
+        squares = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        squares = lax.square(centered)
+    count = sum(lax.bitwise_not(is_nan), axis=axis, keepdims=keepdims, where=where)
+    count = lax.sub(count, _util.convert(ddof, get_aval(count).dtype))
+    empty = lax.le(count, lax.full_like(count, 0))
+    total = sum(squares, axis=axis, keepdims=keepdims, where=where)
+    total = lax.select(empty, lax.full_like(total, np.nan), total)
+    divisor = lax.select(empty, lax.full_like(count, 1), count)
+    return _util.convert(lax.div(total, _util.convert(divisor, get_aval(total).dtype)), result)
+
+
+_nanvar_compiled = tc_api.compiled_when_eager(_nanvar, static_argnums=(1, 2, 3, 4))
 
 
 def nanstd(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
-           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
-    """``std`` of the non-NaN elements."""
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+           ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+           mean: ArrayLike | None = None) -> Array:
+    """``std`` of the non-NaN elements: ``sqrt(nanvar(...))``."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean))
 
 
 # --- order statistics ---------------------------------------------------------------------------

@@ -366,8 +366,9 @@ def _logaddexp_value(a: Any, b: Any) -> Any:
 def _logaddexp2_value(a: Any, b: Any) -> Any:
     amax = lax.max(a, b)
     delta = lax.sub(a, b)
-    ln2 = _const(a, math.log(2))
-    tail = lax.div(lax.log1p(_exp2(lax.neg(lax.abs(delta)))), ln2)
+    # A product by log2(e), as JAX's (a division by ln 2 rounds differently).
+    log2_e = _const(a, 1 / math.log(2))
+    tail = lax.mul(log2_e, lax.log1p(_exp2(lax.neg(lax.abs(delta)))))
     return _select(isnan(delta), lax.add(a, b), lax.add(amax, tail))
 
 
@@ -393,8 +394,9 @@ def _log_sum_jvp(value: Callable[[Any, Any], Any], weight: Callable[[Any], Any])
     return fun
 
 
-_logaddexp_fn = _log_sum_jvp(_logaddexp_value, lax.exp)
-_logaddexp2_fn = _log_sum_jvp(_logaddexp2_value, lambda d: _exp2(d))
+# JAX's logaddexp and logaddexp2 are jitted ufuncs: eagerly, one compiled program each.
+_logaddexp_fn = tc_api.compiled_when_eager(_log_sum_jvp(_logaddexp_value, lax.exp))
+_logaddexp2_fn = tc_api.compiled_when_eager(_log_sum_jvp(_logaddexp2_value, lambda d: _exp2(d)))
 
 
 def logaddexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
