@@ -33,9 +33,9 @@ from lamina_mlir_lowering.rules import LoweringRule, LoweringRuleContext
 from lamina_mlir_lowering.types import Value
 from lamina_tracing_core import batching
 from lamina_tracing_core.avals import ShapedArray, get_aval
+from lamina_tracing_core.callbacks import batch_axis_first
 from lamina_tracing_core.control_flow.scan import scan
 from lamina_tracing_core.effects import Effect, Effects, no_effects
-from lamina_tracing_core.lax import structural
 from lamina_tracing_core.primitives import Primitive
 
 from lamina.callbacks import flat_operands
@@ -172,16 +172,7 @@ def _batch(args: Sequence[Any], dims: Sequence[int | None], *, vmap_method: str 
             "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all' or "
             f"'legacy_vectorized' (given to ffi_call); got vmap_method={vmap_method!r}")
     size = next(int(get_aval(x).shape[d]) for x, d in zip(args, dims) if d is not None)
-    operands = []
-    for x, d in zip(args, dims):
-        if d is not None:
-            operands.append(batching.moveaxis(x, d, 0))
-        elif vmap_method == "broadcast_all":
-            operands.append(batching.broadcast_batch(x, size, 0))
-        elif vmap_method == "expand_dims":
-            operands.append(structural.expand_dims(x, [0]))
-        else:  # legacy_vectorized: unbatched operands stay as they are
-            operands.append(x)
+    operands = batch_axis_first(args, dims, size, vmap_method)
     in_layouts = tuple(
         lay if (vmap_method == "legacy_vectorized" and d is None) else _with_batch_axis(lay)
         for lay, d in zip(params.pop("input_layouts"), dims))

@@ -47,7 +47,8 @@ from lamina_tracing_core.lax import structural
 from lamina_tracing_core.primitives import Primitive
 
 __all__ = [
-    "CallbackError", "HostCallback", "VMAP_METHODS", "debug_callback_p", "inspect_sharding_p",
+    "CallbackError", "HostCallback", "VMAP_METHODS", "batch_axis_first", "debug_callback_p",
+    "inspect_sharding_p",
     "io_callback_p", "pure_callback_p",
 ]
 
@@ -184,6 +185,25 @@ def _sequential(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None]
     return list(outs), [0] * len(outs)
 
 
+def batch_axis_first(args: Sequence[Any], dims: Sequence[int | None], size: int,
+                     vmap_method: str) -> list[Any]:
+    """The operands of a host call batched by ``vmap_method``: batched ones
+    with their batch axis moved first; unbatched ones broadcast to ``size``
+    (``'broadcast_all'``), given a leading axis of 1 (``'expand_dims'``) or
+    left as they are (``'legacy_vectorized'``)."""
+    operands = []
+    for x, d in zip(args, dims):
+        if d is not None:
+            operands.append(batching.moveaxis(x, d, 0))
+        elif vmap_method == "broadcast_all":
+            operands.append(batching.broadcast_batch(x, size, 0))
+        elif vmap_method == "expand_dims":
+            operands.append(structural.expand_dims(x, [0]))
+        else:
+            operands.append(x)
+    return operands
+
+
 def _pure_callback_batch(args: Sequence[Any], dims: Sequence[int | None], *,
                          callback: HostCallback, result_avals: Sequence[ShapedArray],
                          vmap_method: str | None) -> tuple[list[Any], list[int]]:
@@ -196,14 +216,7 @@ def _pure_callback_batch(args: Sequence[Any], dims: Sequence[int | None], *,
             f"vmap_method={vmap_method!r}: pass vmap_method= one of {VMAP_METHODS} to say how "
             "the callback handles a batch")
     size = _batch_size(args, dims)
-    operands = []
-    for x, d in zip(args, dims):
-        if d is not None:
-            operands.append(batching.moveaxis(x, d, 0))
-        elif vmap_method == "broadcast_all":
-            operands.append(batching.broadcast_batch(x, size, 0))
-        else:
-            operands.append(structural.expand_dims(x, [0]))
+    operands = batch_axis_first(args, dims, size, vmap_method)
     batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
     outs = pure_callback_p.bind(*operands, callback=callback, result_avals=batched_avals,
                                 vmap_method=vmap_method)
