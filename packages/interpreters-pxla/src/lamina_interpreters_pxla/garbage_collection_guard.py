@@ -13,66 +13,24 @@ traceback) or ``fatal`` (aborts the process). The level is process-wide
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import Any
 
-from lamina_interpreters_pxla._jaxlib import _jax
+from lamina_interpreters_pxla.guard_levels import GuardSetting, guard_lib
 
-_guard_lib: Any = _jax.guard_lib
+_GUARD = GuardSetting("garbage_collect_array", {
+    "allow": guard_lib.GarbageCollectionGuardLevel.ALLOW,
+    "log": guard_lib.GarbageCollectionGuardLevel.LOG,
+    "fatal": guard_lib.GarbageCollectionGuardLevel.FATAL,
+})
 
 #: the levels, in JAX's order
-LEVELS: tuple[str, ...] = ("allow", "log", "fatal")
+LEVELS: tuple[str, ...] = _GUARD.levels
 
-_LEVEL_ENUMS: dict[str, Any] = {
-    "allow": _guard_lib.GarbageCollectionGuardLevel.ALLOW,
-    "log": _guard_lib.GarbageCollectionGuardLevel.LOG,
-    "fatal": _guard_lib.GarbageCollectionGuardLevel.FATAL,
-}
-_LEVEL_NAMES: dict[Any, str] = {enum: name for name, enum in _LEVEL_ENUMS.items()}
-_FIELD = "garbage_collect_array"
+check_level = _GUARD.check_level
+global_level = _GUARD.global_level
+set_global_level = _GUARD.set_global_level
+current_level = _GUARD.current_level
 
 
-def check_level(level: Any) -> str | None:
-    """``level`` if it is one of :data:`LEVELS` or None; else ``ValueError``
-    (JAX's wording)."""
-    if level is None or (isinstance(level, str) and level in _LEVEL_ENUMS):
-        return level
-    raise ValueError(f"new enum value must be None or in {list(LEVELS)}, "
-                     f"got {level} of type {type(level)}.")
-
-
-def _to_enum(level: str | None) -> Any:
-    return None if level is None else _LEVEL_ENUMS[level]
-
-
-def _to_name(enum: Any) -> str | None:
-    return None if enum is None else _LEVEL_NAMES[enum]
-
-
-def global_level() -> str | None:
-    """The process-wide level (None: jaxlib's default, allow)."""
-    return _to_name(getattr(_guard_lib.global_state(), _FIELD))
-
-
-def set_global_level(level: str | None) -> None:
-    """Sets the process-wide level; None restores the default."""
-    setattr(_guard_lib.global_state(), _FIELD, _to_enum(check_level(level)))
-
-
-def current_level() -> str | None:
-    """This thread's level: the innermost context manager's, else the process's."""
-    local = getattr(_guard_lib.thread_local_state(), _FIELD)
-    return _to_name(local) if local is not None else global_level()
-
-
-@contextlib.contextmanager
-def array_garbage_collection_guard(level: str | None) -> Iterator[None]:
+def array_garbage_collection_guard(level: str | None) -> contextlib.AbstractContextManager[None]:
     """Sets this thread's level inside the ``with`` block."""
-    enum = _to_enum(check_level(level))
-    state = _guard_lib.thread_local_state()
-    previous = getattr(state, _FIELD)
-    setattr(state, _FIELD, enum)
-    try:
-        yield
-    finally:
-        setattr(state, _FIELD, previous)
+    return _GUARD.scope(level)

@@ -34,83 +34,54 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
-from lamina_interpreters_pxla._jaxlib import _jax
-
-_guard_lib: Any = _jax.guard_lib
-
-#: the levels, in JAX's order
-LEVELS: tuple[str, ...] = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+from lamina_interpreters_pxla.guard_levels import GuardSetting, guard_lib
 
 #: the directions a level is set for
 DIRECTIONS: tuple[str, ...] = ("host_to_device", "device_to_device", "device_to_host")
 
-_LEVEL_ENUMS: dict[str, Any] = {
-    "allow": _guard_lib.TransferGuardLevel.ALLOW,
-    "log": _guard_lib.TransferGuardLevel.LOG,
-    "disallow": _guard_lib.TransferGuardLevel.DISALLOW,
-    "log_explicit": _guard_lib.TransferGuardLevel.LOG_EXPLICIT,
-    "disallow_explicit": _guard_lib.TransferGuardLevel.DISALLOW_EXPLICIT,
+_LEVEL_ENUMS = {
+    "allow": guard_lib.TransferGuardLevel.ALLOW,
+    "log": guard_lib.TransferGuardLevel.LOG,
+    "disallow": guard_lib.TransferGuardLevel.DISALLOW,
+    "log_explicit": guard_lib.TransferGuardLevel.LOG_EXPLICIT,
+    "disallow_explicit": guard_lib.TransferGuardLevel.DISALLOW_EXPLICIT,
 }
-_LEVEL_NAMES: dict[Any, str] = {enum: name for name, enum in _LEVEL_ENUMS.items()}
+_GUARDS = {direction: GuardSetting(direction, _LEVEL_ENUMS) for direction in DIRECTIONS}
+
+#: the levels, in JAX's order
+LEVELS: tuple[str, ...] = tuple(_LEVEL_ENUMS)
+
+check_level = _GUARDS["host_to_device"].check_level  # the same levels in every direction
 
 
-def check_level(level: Any) -> str | None:
-    """``level`` if it is one of :data:`LEVELS` or None; else ``ValueError``
-    (JAX's wording, which names the accepted values)."""
-    if level is None or (isinstance(level, str) and level in _LEVEL_ENUMS):
-        return level
-    raise ValueError(f"new enum value must be None or in {list(LEVELS)}, "
-                     f"got {level} of type {type(level)}.")
-
-
-def _check_direction(direction: str) -> None:
-    if direction not in DIRECTIONS:
+def _guard(direction: str) -> GuardSetting:
+    guard = _GUARDS.get(direction)
+    if guard is None:
         raise ValueError(f"transfer guard: unknown direction {direction!r}; "
                          f"expected one of {list(DIRECTIONS)}")
-
-
-def _to_enum(level: str | None) -> Any:
-    return None if level is None else _LEVEL_ENUMS[level]
-
-
-def _to_name(enum: Any) -> str | None:
-    return None if enum is None else _LEVEL_NAMES[enum]
+    return guard
 
 
 def global_level(direction: str) -> str | None:
     """The process-wide level for ``direction`` (None: jaxlib's default, allow)."""
-    _check_direction(direction)
-    return _to_name(getattr(_guard_lib.global_state(), direction))
+    return _guard(direction).global_level()
 
 
 def set_global_level(direction: str, level: str | None) -> None:
     """Sets the process-wide level for ``direction``; None restores the default."""
-    _check_direction(direction)
-    setattr(_guard_lib.global_state(), direction, _to_enum(check_level(level)))
+    _guard(direction).set_global_level(level)
 
 
 def current_level(direction: str) -> str | None:
     """The level in force for ``direction`` on this thread: the innermost
     context manager's, else the process-wide one."""
-    _check_direction(direction)
-    local = getattr(_guard_lib.thread_local_state(), direction)
-    return _to_name(local) if local is not None else global_level(direction)
+    return _guard(direction).current_level()
 
 
-@contextlib.contextmanager
-def direction_guard(direction: str, level: str | None) -> Iterator[None]:
+def direction_guard(direction: str, level: str | None) -> contextlib.AbstractContextManager[None]:
     """Sets this thread's level for ``direction`` inside the ``with`` block."""
-    _check_direction(direction)
-    enum = _to_enum(check_level(level))
-    state = _guard_lib.thread_local_state()
-    previous = getattr(state, direction)
-    setattr(state, direction, enum)
-    try:
-        yield
-    finally:
-        setattr(state, direction, previous)
+    return _guard(direction).scope(level)
 
 
 @contextlib.contextmanager
@@ -148,7 +119,7 @@ class _Explicit:
         self._flag = flag
 
     def __enter__(self) -> None:
-        self._state = _guard_lib.thread_local_state()
+        self._state = guard_lib.thread_local_state()
         self._previous = getattr(self._state, self._flag)
         setattr(self._state, self._flag, True)
 
