@@ -138,30 +138,31 @@ explain_cache_misses: ContextFlag[bool] = ContextFlag(
     "jax_explain_cache_misses", explain_cache_misses_enabled, _explain_scope, default=True)
 
 
-@contextmanager
-def _log_compiles_scope(enabled: bool = True) -> Iterator[None]:
-    previous = compile_log.enabled
-    compile_log.enabled = bool(enabled)
-    try:
-        yield
-    finally:
-        compile_log.enabled = previous
+def _attribute_scope(owner: Any, name: str) -> Callable[[bool], Any]:
+    """A context manager factory setting the bool ``owner.name`` for a block
+    (restored after): the scope of a flag that is a plain attribute."""
+
+    @contextmanager
+    def scope(enabled: bool = True) -> Iterator[None]:
+        previous = getattr(owner, name)
+        setattr(owner, name, bool(enabled))
+        try:
+            yield
+        finally:
+            setattr(owner, name, previous)
+
+    return scope
+
+
+_log_compiles_scope = _attribute_scope(compile_log, "enabled")
+_leak_check_scope = _attribute_scope(core_config, "check_tracer_leaks")
+_enable_checks_scope = _attribute_scope(core_config, "enable_checks")
 
 
 #: ``with lamina.log_compiles(True):`` logs each compilation (function name,
 #: argument signature by path, compile time) on the ``lamina.compiles`` logger.
 log_compiles: ContextFlag[bool] = ContextFlag(
     "jax_log_compiles", lambda: compile_log.enabled, _log_compiles_scope, default=True)
-
-
-@contextmanager
-def _leak_check_scope(enabled: bool = True) -> Iterator[None]:
-    previous = core_config.check_tracer_leaks
-    core_config.check_tracer_leaks = bool(enabled)
-    try:
-        yield
-    finally:
-        core_config.check_tracer_leaks = previous
 
 
 #: ``with lamina.check_tracer_leaks(True):`` makes a tracer of a jit,
@@ -221,16 +222,6 @@ no_tracing: ContextFlag[bool] = ContextFlag(
 no_execution: ContextFlag[bool] = ContextFlag(
     "jax_no_execution", execution_guard.execution_disallowed,
     execution_guard.no_execution_scope, default=True)
-
-
-@contextmanager
-def _enable_checks_scope(enabled: bool = True) -> Iterator[None]:
-    previous = core_config.enable_checks
-    core_config.enable_checks = bool(enabled)
-    try:
-        yield
-    finally:
-        core_config.enable_checks = previous
 
 
 #: ``with lamina.enable_checks(True):`` type-checks every jaxpr a trace or
