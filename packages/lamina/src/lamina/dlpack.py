@@ -92,10 +92,14 @@ def from_dlpack(external_array: Any, device: Any = None, copy: bool | None = Non
             f"{source!r}, but copy=False; pass copy=True or copy=None")
     arr, own_buffers = _unpack(external_array, source, int(dl_device_type), copy)
     if needs_transfer:
-        moved: Array = device_put(arr, target)
-        return moved
-    if copy and not own_buffers:
-        return arr._copy()
+        arr = device_put(arr, target)
+    elif copy and not own_buffers:
+        arr = arr._copy()
+    elif not own_buffers:
+        return arr
+    # a copy runs asynchronously and reads the producer's memory, which the
+    # caller may change as soon as we return: wait until it is taken
+    arr.block_until_ready()
     return arr
 
 
