@@ -9,7 +9,9 @@ trace cache (its module compiled from the stored bytecode, unparsed) and the
 executable from the compilation cache, so neither MLIR's Python bindings
 (``jaxlib.mlir.ir``, the dialect classes) nor lamina's lowering stack
 (``lamina_mlir_lowering.lowering``, the rules) may be there;
-a process that must lower (the compilation cache alone) loads them.
+a process that must lower (the compilation cache alone, the first time)
+loads them, and the next such process, which traces again but finds the
+lowered module in the persistent lowering cache, does not.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ params = [(rng.standard_normal((8, 8), dtype=np.float32), np.zeros(8, np.float32
           for _ in range(3)]
 x = rng.standard_normal((4, 8), dtype=np.float32)
 _, value = step(params, x, x)
-from lamina_sharded_jit import persistent_trace
+from lamina_sharded_jit import persistent_lowering, persistent_trace
 print(json.dumps({"loss": float(value), "hits": persistent_trace.stats["hits"],
+                  "lowering_hits": persistent_lowering.stats["hits"],
                   "modules": sorted(set(sys.modules) - floor)}))
 '''
 
@@ -92,8 +95,15 @@ def test_a_trace_cache_hit_imports_no_mlir_and_no_lowering(tmp_path: Path) -> No
     assert loaded == [], f"a trace cache hit imported {loaded}"
     # the compilation cache alone traces and lowers: the same modules are back
     lowered = _run(tmp_path, "compile")
-    assert lowered["hits"] == 0 and lowered["loss"] == cold["loss"]
+    assert lowered["hits"] == 0 and lowered["lowering_hits"] == 0
+    assert lowered["loss"] == cold["loss"]
     assert set(LOWERING) <= set(lowered["modules"])
+    # ... once: the next process traces, and takes the module from the lowering cache
+    again = _run(tmp_path, "compile")
+    assert again["hits"] == 0 and again["lowering_hits"] == 1
+    assert again["loss"] == cold["loss"]
+    loaded = [m for m in LOWERING if m in again["modules"]]
+    assert loaded == [], f"a lowering cache hit imported {loaded}"
 
 
 def test_a_warm_start_loads_none_of_the_parts_the_step_does_not_use(tmp_path: Path) -> None:

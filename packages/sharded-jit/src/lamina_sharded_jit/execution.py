@@ -64,6 +64,7 @@ from lamina_sharded_jit.arguments import canonical_aval
 from lamina_sharded_jit.explain import explain_miss, log_cost
 from lamina_sharded_jit.jaxpr_cache import jaxpr_store, memoize_on_jaxpr
 from lamina_sharded_jit.nan_search import explain_bad_result
+from lamina_sharded_jit.persistent_lowering import lower_through_disk
 from lamina_sharded_jit.primitive import pjit_p
 from lamina_sharded_jit.settings import sharding_format
 from lamina_sharded_jit.sharding_constraint import sharding_constraint_p
@@ -298,17 +299,23 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
                                      extra=[s.sharding for s in nested] + list(in_sh),
                                      prefer=prefer)
     target = platforms if platforms is not None else (devices[0].platform,)
-    # Imported here: the lowering stack loads MLIR's dialects, which a program
-    # restored from the persistent trace cache does not need.
-    from lamina_mlir_lowering.lowering import lower_jaxpr_to_module, sanitize_module_name
 
-    with lowering_sharding_context(devices, mesh):
-        lowering = lower_jaxpr_to_module(
-            sanitize_module_name(f"jit_{name}"),
-            jaxpr if keep_unused else _without_dead_code(jaxpr), platforms=target,
-            arg_shardings=specs_in, result_shardings=specs_out, donated_args=donated,
-            num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape,
-            sharding_format=fmt)
+    def lower() -> LoweringResult:
+        # Imported here: the lowering stack loads MLIR's dialects, which a program
+        # restored from a persistent cache does not need.
+        from lamina_mlir_lowering.lowering import lower_jaxpr_to_module, sanitize_module_name
+
+        with lowering_sharding_context(devices, mesh):
+            return lower_jaxpr_to_module(
+                sanitize_module_name(f"jit_{name}"),
+                jaxpr if keep_unused else _without_dead_code(jaxpr), platforms=target,
+                arg_shardings=specs_in, result_shardings=specs_out, donated_args=donated,
+                num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape,
+                sharding_format=fmt)
+
+    placement = (name, keep_unused, target, specs_in, specs_out, donated, fmt, mesh_shape,
+                 tuple(devices), mesh)
+    lowering = lower_through_disk(jaxpr, placement, name, lower)
     any_explicit = bool(sources)
     return LoweredProgram(lowering, name, tuple(arg_names), tuple(res_names), list(in_avals),
                           list(out_avals), tuple(devices), mesh, tuple(target), in_sh, out_sh,

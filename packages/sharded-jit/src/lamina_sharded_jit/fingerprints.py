@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import gc
 import hashlib
 import os
 import sys
@@ -274,22 +275,38 @@ GlobalsRead = list[tuple[str, str, str]]
 def recording() -> Iterator[dict[types.CodeType, GlobalsRead]]:
     """Every code object that runs in the block (this thread) and, for code
     outside the standard library, site-packages and lamina, the globals it
-    names, fingerprinted when it is first called (before its body changes them)."""
+    names, fingerprinted when it is first called (before its body changes them).
+
+    Code a garbage collection runs (``gc.callbacks``, finalizers) is not the
+    block's: it runs wherever a collection happens to start, and is skipped."""
     if sys.getprofile() is not None:
         raise NotCacheable("a profiler is active (sys.setprofile)")
     ran: dict[types.CodeType, GlobalsRead] = {}
+    collecting = [False]
 
     def on_event(frame: types.FrameType, event: str, arg: Any) -> None:
-        if event == "call":
+        if event == "call" and not collecting[0]:
             code = frame.f_code
             if code not in ran:
                 ran[code] = _globals_read(code, frame.f_globals)
 
+    def first(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting[0] = True
+
+    def last(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            collecting[0] = False
+
+    gc.callbacks.insert(0, first)
+    gc.callbacks.append(last)
     sys.setprofile(on_event)
     try:
         yield ran
     finally:
         sys.setprofile(None)
+        gc.callbacks.remove(first)
+        gc.callbacks.remove(last)
 
 
 def _globals_read(code: types.CodeType, module_globals: dict[str, Any]) -> GlobalsRead:

@@ -120,6 +120,7 @@ from lamina_sharded_jit.fingerprints import (
     register_key_part,
     stale,
 )
+from lamina_sharded_jit.persistent_lowering import clear_persistent_lowerings
 from lamina_sharded_jit.params import JitInfo, flat_in_shardings, flat_out_shardings
 from lamina_sharded_jit.settings import config
 from lamina_sharded_jit.shardings import is_unspecified
@@ -421,8 +422,8 @@ def _trace_and_store(path: str, info: JitInfo, traced_call: TracedCall
 
 
 def clear_persistent_caches() -> None:
-    """Deletes every entry of the persistent compilation and trace caches in
-    the current cache directory (in-memory caches are ``clear_caches``')."""
+    """Deletes every entry of the persistent compilation, trace and lowering
+    caches in the current cache directory (in-memory caches are ``clear_caches``')."""
     disk = persistent_cache.active_cache()
     if disk is None:
         return
@@ -433,5 +434,6 @@ def clear_persistent_caches() -> None:
                 os.unlink(os.path.join(directory, name))
             except OSError:
                 pass
+    clear_persistent_lowerings(disk.directory)
     disk.clear()
 
