@@ -173,7 +173,11 @@ def run_rounds(
     mode: RunMode,
     impls: Sequence[Impl] = IMPLS,
 ) -> dict[Impl, list[WorkerResult | None]]:
-    """Alternate lamina/jax/lamina/jax over the rounds, after warm-up processes.
+    """Alternate the implementations over the rounds, after warm-up processes,
+    each going first in every other round (lamina/jax, jax/lamina, ...): a
+    process started right after another (while that one's exit still runs)
+    is a few percent slower, which a fixed order would charge to one side
+    (``self-check`` showed jax 1.01-1.04x itself in the first slot).
 
     Once an implementation has failed, its later rounds are skipped (None):
     failures are deterministic and re-running them only costs time.
@@ -183,8 +187,8 @@ def run_rounds(
             launch(impl, wl)
     results: dict[Impl, list[WorkerResult | None]] = {impl: [] for impl in IMPLS}
     failed: set[Impl] = set()
-    for _ in range(mode.rounds):
-        for impl in IMPLS:
+    for index in range(mode.rounds):
+        for impl in (IMPLS if index % 2 == 0 else tuple(reversed(IMPLS))):
             if impl not in impls or impl in failed:
                 results[impl].append(None)
                 continue
