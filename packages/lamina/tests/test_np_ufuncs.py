@@ -38,7 +38,7 @@ UNARY_FLOAT = [
     ("arcsin", UNIT), ("arccos", UNIT), ("arctan", X), ("sinh", X), ("cosh", X), ("tanh", X),
     ("arcsinh", X), ("arccosh", POS + 1), ("arctanh", UNIT), ("reciprocal", POS),
     ("square", X), ("negative", X), ("positive", X), ("abs", X), ("absolute", X),
-    ("fabs", X), ("sign", X), ("floor", X), ("ceil", X), ("trunc", X), ("fix", X),
+    ("fabs", X), ("sign", X), ("floor", X), ("ceil", X), ("trunc", X),
     ("rint", X), ("sinc", X), ("deg2rad", X), ("rad2deg", X), ("degrees", X),
     ("radians", X), ("signbit", X), ("isnan", X), ("isinf", X), ("isfinite", X),
 ]
@@ -61,7 +61,8 @@ def test_unary_on_ints_computes_in_float32(name):
 
 
 def test_rounding_keeps_integers():
-    for name in ("floor", "ceil", "trunc", "fix"):
+    assert not hasattr(jnp, "fix")  # removed in JAX 0.10 (np.fix is trunc)
+    for name in ("floor", "ceil", "trunc"):
         out = getattr(jnp, name)(INTS)
         assert out.dtype == np.int32
         check(out, INTS)

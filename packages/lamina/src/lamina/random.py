@@ -492,8 +492,10 @@ def _random_bits(key: KeyArray, width: int, shape: tuple[int, ...], fun: str) ->
 
 
 def bits(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
-    """Uniformly random unsigned integers of ``dtype`` (default uint32)."""
-    dt = np.dtype(np.uint32) if dtype is None else _util.user_dtype("lamina.random.bits", dtype)
+    """Uniformly random unsigned integers of ``dtype`` (default: the default
+    unsigned integer, uint32, or uint64 with x64 on)."""
+    default = np.dtype(np.uint64) if dtypes.x64_enabled() else np.dtype(np.uint32)
+    dt = default if dtype is None else _util.user_dtype("lamina.random.bits", dtype)
     assert dt is not None
     if dt not in _UINT_BY_BITS.values():
         raise TypeError(f"bits: dtype argument must be an unsigned int dtype, got {dt}")

@@ -238,7 +238,8 @@ class ShapedArray:
         return f"ShapedArray({self.str_long()}{weak})"
 
     def __str__(self) -> str:
-        return self.str_long()
+        # JAX marks a weak type with a leading ``~`` (``~float32[]``)
+        return f"~{self.str_long()}" if self.weak_type else self.str_long()
 
 
 _NO_AXES: frozenset[Any] = frozenset()

@@ -355,7 +355,27 @@ def _hypot(x1: ArrayLike, x2: ArrayLike) -> Array:
 _hypot_compiled = tc_api.compiled_when_eager(_hypot)
 
 
+def _wrap_angle(x: Any, half_period: float) -> Any:
+    """``x`` moved by whole periods into ``[-half_period, half_period)``."""
+    period = _const(x, 2 * half_period)
+    shifted = lax.rem(lax.add(x, _const(x, half_period)), period)
+    shifted = _select(lax.lt(shifted, _zeros(shifted)), lax.add(shifted, period), shifted)
+    return lax.sub(shifted, _const(x, half_period))
+
+
+def _complex_log_sum(a: Any, b: Any, exp: Callable[[Any], Any], scale: float | None,
+                     half_period: float) -> Any:
+    """``log(exp(a) + exp(b))`` (``exp`` of base e or 2) of complex values,
+    the imaginary part (the angle) wrapped into one period, as JAX's."""
+    amax = lax.max(a, b)
+    tail = lax.log1p(exp(lax.sub(lax.add(a, b), lax.mul(amax, _const(amax, 2)))))
+    out = lax.add(amax, tail if scale is None else lax.mul(_const(amax, scale), tail))
+    return lax.complex(lax.real(out), _wrap_angle(lax.imag(out), half_period))
+
+
 def _logaddexp_value(a: Any, b: Any) -> Any:
+    if _is_complex(a):
+        return _complex_log_sum(a, b, lax.exp, None, math.pi)
     amax = lax.max(a, b)
     delta = lax.sub(a, b)
     out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
@@ -364,6 +384,8 @@ def _logaddexp_value(a: Any, b: Any) -> Any:
 
 
 def _logaddexp2_value(a: Any, b: Any) -> Any:
+    if _is_complex(a):
+        return _complex_log_sum(a, b, _exp2, 1 / math.log(2), math.pi / math.log(2))
     amax = lax.max(a, b)
     delta = lax.sub(a, b)
     # A product by log2(e), as JAX's (a division by ln 2 rounds differently).
@@ -373,8 +395,10 @@ def _logaddexp2_value(a: Any, b: Any) -> Any:
 
 
 def _finite_or_zero(x: Any) -> Any:
-    """+inf replaced by 0 (so that ``inf - inf`` never reaches a derivative)."""
-    return _select(lax.eq(x, _const(x, np.inf)), _zeros(x), x)
+    """+inf (a complex value's real part +inf) replaced by 0 (so that
+    ``inf - inf`` never reaches a derivative)."""
+    real = lax.real(x) if _is_complex(x) else x
+    return _select(lax.eq(real, _const(real, np.inf)), _zeros(x), x)
 
 
 def _log_sum_jvp(value: Callable[[Any, Any], Any], weight: Callable[[Any], Any]) -> Any:
@@ -759,7 +783,6 @@ _UNARY_TABLE: list[tuple[str, Callable[[Any], Any], str, str]] = [
     ("floor", _identity_for_ints(lax.floor), "same", "Rounds towards minus infinity."),
     ("ceil", _identity_for_ints(lax.ceil), "same", "Rounds towards plus infinity."),
     ("trunc", _identity_for_ints(_trunc), "same", "Rounds towards zero."),
-    ("fix", _identity_for_ints(_trunc), "same", "Rounds towards zero."),
     ("isnan", _isnan, "same", "True where ``x`` is NaN."),
     ("isinf", _isinf, "same", "True where ``x`` is plus or minus infinity."),
     ("isfinite", _isfinite, "same", "True where ``x`` is neither infinite nor NaN."),
@@ -782,7 +805,7 @@ asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh
 reciprocal, sinc, square, negative, positive = (
     _UNARY[n] for n in ("reciprocal", "sinc", "square", "negative", "positive"))
 absolute, abs, fabs, sign = (_UNARY[n] for n in ("absolute", "abs", "fabs", "sign"))
-floor, ceil, trunc, fix = (_UNARY[n] for n in ("floor", "ceil", "trunc", "fix"))
+floor, ceil, trunc = (_UNARY[n] for n in ("floor", "ceil", "trunc"))
 isnan, isinf, isfinite, signbit = (_UNARY[n] for n in ("isnan", "isinf", "isfinite", "signbit"))
 real, imag, conj, conjugate = (_UNARY[n] for n in ("real", "imag", "conj", "conjugate"))
 

@@ -163,7 +163,7 @@ def fromfunction(function: Callable[..., Any], shape: Any, *, dtype: Any = float
 def _integer_pair(fun: str, x1: ArrayLike, x2: ArrayLike) -> tuple[Any, Any]:
     a, b = _util.promote_args(fun, x1, x2)
     dt = get_aval(a).dtype
-    if not (dtypes.is_integer(dt) or dtypes.is_boolean(dt)):
+    if not dtypes.is_integer(dt):  # bool too, as JAX
         raise ValueError(f"lamina.numpy.{fun}: arguments must be integers, got {dt}")
     shape = _util.broadcast_shapes(fun, _util.shape_of(a), _util.shape_of(b))
     return _util.broadcast_to(fun, a, shape), _util.broadcast_to(fun, b, shape)
@@ -182,15 +182,18 @@ def _gcd(a: Any, b: Any) -> Any:
         safe = lax.select(nonzero, y, lax.full_like(y, 1))
         return lax.select(nonzero, y, x), lax.select(nonzero, lax.rem(x, safe), zero)
 
-    x, _ = while_loop(cond, body, (lax.abs(a), lax.abs(b)))
+    x, _ = while_loop(cond, body, (_magnitude(a), _magnitude(b)))
     return x
+
+
+def _magnitude(x: Any) -> Any:
+    """``|x|`` of an integer array (unsigned values are their own)."""
+    return x if dtypes.issubdtype(get_aval(x).dtype, np.unsignedinteger) else lax.abs(x)
 
 
 def gcd(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The greatest common divisor of ``|x1|`` and ``|x2|``, elementwise."""
     a, b = _integer_pair("gcd", x1, x2)
-    if dtypes.is_boolean(get_aval(a).dtype):
-        return lax.bitwise_or(a, b)
     return _gcd(a, b)
 
 
@@ -198,13 +201,11 @@ def lcm(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The least common multiple of ``|x1|`` and ``|x2|``, elementwise (0 if
     either is 0)."""
     a, b = _integer_pair("lcm", x1, x2)
-    if dtypes.is_boolean(get_aval(a).dtype):
-        return lax.bitwise_and(a, b)
     d = _gcd(a, b)
     zero = lax.full_like(d, 0)
     is_zero = lax.eq(d, zero)
     safe = lax.select(is_zero, lax.full_like(d, 1), d)
-    return lax.select(is_zero, zero, lax.abs(lax.mul(a, lax.div(b, safe))))
+    return lax.select(is_zero, zero, _magnitude(lax.mul(a, lax.div(b, safe))))
 
 
 # --- frexp -------------------------------------------------------------------------------------
