@@ -102,3 +102,19 @@ def test_a_weak_type_prints_with_a_tilde() -> None:
 def test_fix_is_gone_as_in_jax() -> None:
     assert not hasattr(jnp, "fix")
     assert "fix" not in dir(jnp)
+
+
+@pytest.mark.parametrize("shape", [(2.0,), np.float32(2), jnp.array(3.0), (jnp.array(2.0),),
+                                   np.array([2.0, 3.0])])
+def test_a_float_in_a_shape_is_refused_as_in_jax(shape: object) -> None:
+    for fun in (jnp.zeros, jnp.ones, jnp.empty):
+        with pytest.raises(TypeError, match=f"{fun.__name__}: shapes must be 1D sequences "
+                                            "of concrete values of integer type"):
+            fun(shape)
+
+
+def test_bools_and_integer_arrays_are_shapes_as_in_jax() -> None:
+    assert jnp.zeros(True).shape == (1,)
+    assert jnp.zeros((True, 2)).shape == (1, 2)
+    assert jnp.ones(np.array([2, 3])).shape == (2, 3)
+    assert jnp.full((np.int64(2),), 1.5).shape == (2,)

@@ -127,12 +127,23 @@ def _shape(fun: str, shape: Any, dtype: Any = None) -> tuple[int, ...]:
     except TypeError:
         raise TypeError(f"lamina.numpy.{fun}: shape must be an int or a sequence of ints, got "
                         f"{shape!r}") from None
+    if any(_is_inexact_dim(d) for d in dims):
+        # as JAX: no float dimensions, even integral ones (a window length may be one)
+        raise TypeError(f"lamina.numpy.{fun}: shapes must be 1D sequences of concrete values "
+                        f"of integer type, got {dims!r}")
     out = tuple(_util.concrete_int(fun, d, "each shape dimension") for d in dims)
     if any(d < 0 for d in out):
         raise ValueError(f"lamina.numpy.{fun}: negative dimensions are not allowed, got {out}")
     if dtype is not None:
         check_shape_size(out, dtype, f"lamina.numpy.{fun}")
     return out
+
+
+def _is_inexact_dim(d: Any) -> bool:
+    dtype = getattr(d, "dtype", None)
+    if dtype is None:
+        return isinstance(d, (float, complex))
+    return dtypes.is_inexact(dtype)
 
 
 def zeros(shape: Any, dtype: Any = None) -> Array:
