@@ -79,6 +79,7 @@ __all__ = [
     "PersistentCacheConfig", "PersistentCacheWarning", "PersistentCache", "cache_config",
     "active_cache", "is_initialized", "reset_cache", "set_cache_dir", "report", "disk_stats",
     "entry_key", "ENTRY_SUFFIX", "pack_entry", "unpack_entry", "write_atomically",
+    "entry_file", "delete_entries",
 ]
 
 logger = logging.getLogger("lamina.cache")
@@ -275,8 +276,7 @@ class PersistentCache:
     directory: str
 
     def path(self, key: str, name: str) -> str:
-        safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)[:80]
-        return os.path.join(self.directory, f"{safe}-{key}{ENTRY_SUFFIX}")
+        return entry_file(self.directory, name, key, ENTRY_SUFFIX, 80)
 
     def load(self, key: str, name: str, client: Any, device_list: Any,
              compile_options: Any) -> LoadedExecutable | None:
@@ -408,6 +408,23 @@ class PersistentCache:
             if choice in ("all", option):
                 out.append((option, os.path.join(self.directory, option)))
         return tuple(out)
+
+
+def entry_file(directory: str, name: str, key: str, suffix: str, name_chars: int = 60) -> str:
+    """``<directory>/<name>-<key><suffix>``, the name cut to ``name_chars``
+    characters that are safe in a file name (the others become ``_``)."""
+    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)[:name_chars]
+    return os.path.join(directory, f"{safe}-{key}{suffix}")
+
+
+def delete_entries(directory: str, suffix: str) -> None:
+    """Deletes the files ending in ``suffix`` in ``directory`` (if it exists)."""
+    for name in os.listdir(directory) if os.path.isdir(directory) else ():
+        if name.endswith(suffix):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass  # deleted by another process meanwhile
 
 
 def write_atomically(path: str, blob: bytes) -> None:

@@ -103,7 +103,8 @@ def lower_through_disk(jaxpr: ClosedJaxpr, placement: Sequence[Any], name: str,
         stats["uncacheable"] += 1
         explain_miss("persistent lowering", desc, [str(e)])
         return lower()
-    path = _entry_path(os.path.join(disk.directory, "lowered"), key, name)
+    path = persistent_cache.entry_file(os.path.join(disk.directory, "lowered"), name, key,
+                                       LOWERED_SUFFIX)
     stored = _load(path, desc)
     if stored is not None:
         if config.persistent_trace_cache_verify:
@@ -236,11 +237,6 @@ def _aval_text(aval: Any) -> bytes:
 
 
 # --- entries -------------------------------------------------------------------------------------
-def _entry_path(directory: str, key: str, name: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)[:60]
-    return os.path.join(directory, f"{safe}-{key}{LOWERED_SUFFIX}")
-
-
 def _load(path: str, desc: str) -> LoweringResult | None:
     """The stored lowering, or None (absent, stale, or unreadable: warned)."""
     try:
@@ -311,10 +307,4 @@ def _verified(stored: LoweringResult, lower: Callable[[], LoweringResult],
 
 def clear_persistent_lowerings(directory: str) -> None:
     """Deletes the lowering cache's entries under a compilation cache directory."""
-    lowered = os.path.join(directory, "lowered")
-    for name in os.listdir(lowered) if os.path.isdir(lowered) else ():
-        if name.endswith(LOWERED_SUFFIX):
-            try:
-                os.unlink(os.path.join(lowered, name))
-            except OSError:
-                pass
+    persistent_cache.delete_entries(os.path.join(directory, "lowered"), LOWERED_SUFFIX)

@@ -195,11 +195,6 @@ def _directory() -> str | None:
     return None if disk is None else os.path.join(disk.directory, "traces")
 
 
-def _entry_path(directory: str, key: str, fun_name: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in fun_name)[:60]
-    return os.path.join(directory, f"{safe}-{key}{TRACE_SUFFIX}")
-
-
 def _aval_record(a: ShapedArray) -> tuple[tuple[int, ...], str, bool]:
     return tuple(a.shape), np.dtype(a.dtype).str, bool(a.weak_type)
 
@@ -337,7 +332,7 @@ def call(info: JitInfo, key: str, in_tree: Any, leaves: Sequence[Any], traced_ca
     if directory is None:
         explain_miss("persistent trace", desc, ["no compilation_cache_dir is set"])
         return None
-    path = _entry_path(directory, key, info.fun_name)
+    path = persistent_cache.entry_file(directory, info.fun_name, key, TRACE_SUFFIX)
     entry = _load(path)
     if entry is not None:
         why = stale(entry["manifest"])
@@ -427,13 +422,7 @@ def clear_persistent_caches() -> None:
     disk = persistent_cache.active_cache()
     if disk is None:
         return
-    directory = os.path.join(disk.directory, "traces")
-    for name in os.listdir(directory) if os.path.isdir(directory) else ():
-        if name.endswith(TRACE_SUFFIX):
-            try:
-                os.unlink(os.path.join(directory, name))
-            except OSError:
-                pass
+    persistent_cache.delete_entries(os.path.join(disk.directory, "traces"), TRACE_SUFFIX)
     clear_persistent_lowerings(disk.directory)
     disk.clear()
 
