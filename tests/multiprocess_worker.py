@@ -88,7 +88,8 @@ def checks(out_dir: str) -> None:
     results: dict[str, Any] = {}
     for name, check in (("pmap", _check_pmap), ("matmul", _check_matmul),
                         ("grad_step", _check_grad_step), ("arrays", _check_arrays),
-                        ("sharded_jit", _check_sharded_jit), ("shard_map", _check_shard_map)):
+                        ("sharded_jit", _check_sharded_jit), ("shard_map", _check_shard_map),
+                        ("thread_guard", _check_thread_guard)):
         try:
             _timed(results, name, lambda check=check: check(lx, pid, results))
         except Exception:  # recorded for the test; every process fails alike
@@ -226,6 +227,34 @@ def _check_shard_map(lx: Any, pid: int, results: dict[str, Any]) -> None:
                                      in_specs=P("x", "y"), out_specs=P(None, "y")))(product)
         assert str(lx.typeof(summed)) == "float32[8,12@y]", lx.typeof(summed)
         results["shard_map/psum"] = multihost_utils.process_allgather(summed, tiled=True)
+
+
+def _check_thread_guard(lx: Any, pid: int, results: dict[str, Any]) -> None:
+    """Inside ``thread_guard(True)`` a program over both processes runs from this
+    thread, and is refused from another one (in both processes, before launch)."""
+    import threading
+
+    from lamina.sharding import NamedSharding, PartitionSpec as P
+
+    mesh = _global_mesh(lx)
+    g = psum_input()
+    x = lx.make_array_from_callback(g.shape, NamedSharding(mesh, P("x")), lambda i: g[i])
+    total = lx.jit(lambda v: v.sum(), out_shardings=NamedSharding(mesh, P()))
+    refused: list[str] = []
+
+    def from_another_thread() -> None:
+        try:
+            total(x).block_until_ready()
+        except Exception as e:  # jaxlib's runtime error
+            refused.append(str(e))
+
+    with lx.thread_guard(True):
+        results["thread_guard/total"] = np.asarray(total(x))
+        worker = threading.Thread(target=from_another_thread)
+        worker.start()
+        worker.join(timeout=60)
+    assert refused and "multi-process" in refused[0], refused
+    results["thread_guard/refused"] = np.array(refused[0])
 
 
 def exit_early(out_dir: str) -> None:

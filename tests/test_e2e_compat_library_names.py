@@ -62,7 +62,7 @@ SCRIPT = """
             (jax.numpy, ["float8_e4m3fn", "float4_e2m1fn", "int4", "uint2"]),
         ] for n in names if not hasattr(m, n) or n not in dir(m))
     try:
-        jax.thread_guard  # not provided: the alias says so, naming it
+        jax.new_ref  # not provided: the alias says so, naming it
     except AttributeError as e:
         out["missing"] = str(e)
     jax.config.update("jax_numpy_rank_promotion", "raise")
@@ -93,8 +93,8 @@ def test_library_names_through_the_alias(tmp_path: Path) -> None:
     assert out == {"version": "0.10.2", "version_info": [0, 10, 2], "in_dir": True,
                    "layout": "FormatLayout", "sync": True, "runtime_error": True, "rank": True,
                    "added": [],
-                   "missing": "module 'jax' has no attribute 'thread_guard': lamina does not "
-                              "implement jax.thread_guard"}
+                   "missing": "module 'jax' has no attribute 'new_ref': lamina does not "
+                              "implement jax.new_ref"}
 
 
 PRIVATE_SCRIPT = """

@@ -75,6 +75,15 @@ def test_jit_matmul_over_a_global_mesh(results: dict[int, dict[str, np.ndarray]]
                                    rtol=1e-5, atol=1e-5)
 
 
+def test_the_thread_guard_refuses_a_program_over_both_processes_from_another_thread(
+        results: dict[int, dict[str, np.ndarray]]) -> None:
+    _errors(results, "thread_guard")
+    for values in results.values():
+        np.testing.assert_allclose(values["thread_guard/total"], worker.psum_input().sum(),
+                                   rtol=1e-6)
+        assert "multi-process" in str(values["thread_guard/refused"])
+
+
 def test_shard_map_and_explicit_sharding_over_a_global_mesh(
         results: dict[int, dict[str, np.ndarray]]) -> None:
     _errors(results, "shard_map")

@@ -79,6 +79,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "transfer_guard": ("lamina_interpreters_pxla.transfer_guard", "transfer_guard"),
     "array_garbage_collection_guard": ("lamina_interpreters_pxla.garbage_collection_guard",
                                        "array_garbage_collection_guard"),
+    "thread_guard": ("lamina_interpreters_pxla.thread_guard", "thread_guard"),
     "transfer_guard_host_to_device": ("lamina_interpreters_pxla.transfer_guard",
                                       "transfer_guard_host_to_device"),
     "transfer_guard_device_to_host": ("lamina_interpreters_pxla.transfer_guard",

@@ -51,6 +51,8 @@ device, ..._device_to_
 device, ..._device_to_host
 array_garbage_collection_ (none; jaxlib's default, allow)   runtime garbage_
 guard                                                       collection_guard
+thread_guard              (none; off; acts through the      runtime thread_guard
+                          lamina.thread_guard context)
 ========================  ================================  ====================
 
 The persistent compilation cache's other settings (JAX's names, with and
@@ -71,7 +73,12 @@ from lamina_interpreters_pxla.compiler import compile_log
 from lamina_interpreters_pxla.config import config as runtime_config
 from lamina_interpreters_pxla.float_checks import checks as float_checks
 from lamina_interpreters_pxla.persistent_cache import cache_config
-from lamina_interpreters_pxla import execution_guard, garbage_collection_guard, transfer_guard
+from lamina_interpreters_pxla import (
+    execution_guard,
+    garbage_collection_guard,
+    thread_guard,
+    transfer_guard,
+)
 from lamina_linear_util.cache import explain_cache_misses_enabled, set_explain_cache_misses
 from lamina_sharded_jit import config as jit_config
 from lamina_sharded_jit import persistent_trace
@@ -172,6 +179,7 @@ _SETTINGS.update({f"transfer_guard_{direction}": _transfer_guard(direction)
 _SETTINGS["transfer_guard"] = _Setting(_all_transfer_guards, _set_all_transfer_guards)
 _SETTINGS["array_garbage_collection_guard"] = _Setting(
     garbage_collection_guard.current_level, garbage_collection_guard.set_global_level)
+_SETTINGS["thread_guard"] = _Setting(thread_guard.current, thread_guard.set_global)
 _SETTINGS.update({name: _Setting(functools.partial(cache_config.read, name),
                                  functools.partial(cache_config.update, name))
                   for name in cache_config.names()})
@@ -199,6 +207,7 @@ _ALIASES = {
     "jax_softmax_custom_jvp": "softmax_custom_jvp",
     "jax_transfer_guard": "transfer_guard",
     "jax_array_garbage_collection_guard": "array_garbage_collection_guard",
+    "jax_thread_guard": "thread_guard",
     **{f"jax_transfer_guard_{d}": f"transfer_guard_{d}" for d in transfer_guard.DIRECTIONS},
 }
 
@@ -209,7 +218,7 @@ _NOT_TRACING = frozenset({"explain_cache_misses", "validate_debug_info", "disabl
                           "check_tracer_leaks", "enable_checks", "no_tracing", "no_execution",
                           "log_compiles",
                           "persistent_trace_cache", "persistent_trace_cache_verify",
-                          "transfer_guard", "array_garbage_collection_guard",
+                          "transfer_guard", "array_garbage_collection_guard", "thread_guard",
                           *(f"transfer_guard_{d}" for d in transfer_guard.DIRECTIONS),
                           *cache_config.names()})
 
