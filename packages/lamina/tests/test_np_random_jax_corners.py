@@ -10,6 +10,7 @@ refusal of bools and floats, ``random.bits``' default dtype with x64 on, the
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -118,3 +119,15 @@ def test_bools_and_integer_arrays_are_shapes_as_in_jax() -> None:
     assert jnp.zeros((True, 2)).shape == (1, 2)
     assert jnp.ones(np.array([2, 3])).shape == (2, 3)
     assert jnp.full((np.int64(2),), 1.5).shape == (2,)
+
+
+@pytest.mark.parametrize("fun", [lambda x, **k: jnp.median(x, **k),
+                                 lambda x, **k: jnp.nanmedian(x, **k),
+                                 lambda x, **k: jnp.quantile(x, 0.5, **k),
+                                 lambda x, **k: jnp.percentile(x, 50, **k),
+                                 lambda x, **k: jnp.nanquantile(x, 0.5, **k)])
+def test_statistics_of_a_scalar_keep_one_axis_as_in_jax(fun: Any) -> None:
+    assert fun(jnp.array(3.0), keepdims=True).shape == (1,)
+    assert fun(jnp.array(3.0)).shape == ()
+    assert float(fun(jnp.array(3.0))) == 3.0
+    assert fun(jnp.ones((2, 3)), keepdims=True).shape == (1, 1)
