@@ -131,3 +131,25 @@ def test_statistics_of_a_scalar_keep_one_axis_as_in_jax(fun: Any) -> None:
     assert fun(jnp.array(3.0)).shape == ()
     assert float(fun(jnp.array(3.0))) == 3.0
     assert fun(jnp.ones((2, 3)), keepdims=True).shape == (1, 1)
+
+
+@pytest.mark.parametrize("x,dtype,kwargs,expected", [
+    ([0.0, 1.0], np.int32, {}, 0.0),  # a truncated mean 0, squares 0 and 1, 1 // 2
+    ([0.0, 1.0], np.int32, {"ddof": 1}, 1.0),
+    ([0.0, 1.0], np.int32, {"ddof": 5}, np.nan),
+    ([3, 7, 8, 1], np.uint8, {"ddof": 1}, 11.0),
+    ([3, 7, 8, 1], np.uint8, {"ddof": 5}, 0.0),  # unsigned: the count wrapped around
+    ([[1, 5], [2, 9]], np.int16, {}, 9.0),
+    ([[1, 5], [2, 9]], np.int16, {"axis": 0}, [0.0, 4.0]),
+])
+def test_var_with_an_integer_dtype_computes_in_integers_as_jax(
+        x: Any, dtype: Any, kwargs: dict[str, Any], expected: Any) -> None:
+    out = jnp.var(jnp.array(x), dtype=dtype, **kwargs)
+    assert out.dtype == np.float32 and out.weak_type  # JAX's NaN guard promotes it
+    np.testing.assert_array_equal(np.asarray(out), expected)
+
+
+def test_std_refuses_an_integer_dtype() -> None:
+    with pytest.raises(ValueError, match="std: the dtype argument must be inexact"):
+        jnp.std(jnp.array([1.0, 2.0]), dtype=jnp.int32)
+    assert jnp.std(jnp.array([1.0, 2.0]), dtype=jnp.float16).dtype == np.float16

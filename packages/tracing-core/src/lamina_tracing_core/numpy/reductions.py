@@ -253,10 +253,13 @@ def _var_dtypes(fun: str, x: Any, dtype: Any) -> tuple[np.dtype[Any], np.dtype[A
         if dtypes.is_complex(result):
             result = lax.common.real_dtype(result)
         compute = _upcast_small_float(dtypes.to_inexact_dtype(a_dtype))
+    elif not dtypes.is_inexact(given):
+        # as JAX: an integer dtype computes in integers (a truncated mean and quotient)
+        compute = result = given
     else:
         result = given
-        compute = _upcast_small_float(dtypes.promote_types(dtypes.to_inexact_dtype(a_dtype), given)
-                                      if dtypes.is_inexact(given) else dtypes.to_inexact_dtype(a_dtype))
+        compute = _upcast_small_float(dtypes.promote_types(dtypes.to_inexact_dtype(a_dtype),
+                                                           given))
     return compute, result
 
 
@@ -287,6 +290,9 @@ def _var(x: Any, axis: Axis, compute: Any, result: Any, keepdims: bool, where: A
     count = _count("var", x, axis, where, part, keepdims)
     count = lax.sub(count, _util.convert(ddof, part))
     out = _util.convert(lax.div(total, count), result)
+    if not dtypes.is_inexact(result):
+        # JAX's NaN for "no degrees of freedom" makes an integer variance a weak float
+        out = _util.convert(out, dtypes.default_float_dtype(), weak_type=True)
     # No degrees of freedom left (ddof >= N): NaN, as JAX's.
     positive = lax.gt(count, lax.full_like(count, 0))
     return lax.select(lax.broadcast_in_dim(positive, _util.shape_of(out), ()) if
@@ -301,6 +307,9 @@ def std(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
         correction: int | float | None = None) -> Array:
     """The standard deviation: ``sqrt(var(...))``."""
     _util.check_out("std", out)
+    given = _util.user_dtype("std", dtype)
+    if given is not None and not dtypes.is_inexact(given):
+        raise ValueError(f"lamina.numpy.std: the dtype argument must be inexact; got {given}")
     v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
             correction=correction)
     return lax.sqrt(v)
