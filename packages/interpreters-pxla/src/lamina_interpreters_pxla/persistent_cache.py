@@ -59,6 +59,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import pickle
 import struct
 import threading
 import warnings
@@ -79,7 +80,7 @@ __all__ = [
     "PersistentCacheConfig", "PersistentCacheWarning", "PersistentCache", "cache_config",
     "active_cache", "is_initialized", "reset_cache", "set_cache_dir", "report", "disk_stats",
     "entry_key", "ENTRY_SUFFIX", "pack_entry", "unpack_entry", "write_atomically",
-    "entry_file", "delete_entries",
+    "entry_file", "delete_entries", "load_pickled_entry", "store_pickled_entry",
 ]
 
 logger = logging.getLogger("lamina.cache")
@@ -425,6 +426,35 @@ def delete_entries(directory: str, suffix: str) -> None:
                 os.unlink(os.path.join(directory, name))
             except OSError:
                 pass  # deleted by another process meanwhile
+
+
+def load_pickled_entry(path: str, fmt: int) -> dict[str, Any] | None:
+    """The dict stored at ``path`` by :func:`store_pickled_entry` (the Python
+    caches' entries), None if there is no file; an exception saying what is
+    wrong with a truncated, corrupt or other-format one (``fmt`` is the
+    format the caller reads)."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    entry = pickle.loads(unpack_entry(blob))
+    if not isinstance(entry, dict) or entry.get("format") != fmt:
+        found = entry.get("format") if isinstance(entry, dict) else type(entry).__name__
+        raise ValueError(f"format {found}, not {fmt}")
+    return entry
+
+
+def store_pickled_entry(path: str, pickled: bytes, what: str) -> bool:
+    """Writes a pickled entry atomically; whether it was written (else warned
+    as an entry of the ``what`` cache that could not be written)."""
+    try:
+        write_atomically(path, pack_entry(pickled))
+    except OSError as e:
+        warnings.warn(f"jit: could not write the persistent {what} cache entry {path}: {e}",
+                      PersistentCacheWarning, stacklevel=4)
+        return False
+    return True
 
 
 def write_atomically(path: str, blob: bytes) -> None:

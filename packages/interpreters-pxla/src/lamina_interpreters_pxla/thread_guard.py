@@ -42,12 +42,8 @@ def thread_guard(enabled: bool | None) -> Iterator[None]:
     if not hasattr(_local, "stack"):
         _local.stack = []
     stack: list[bool] = _local.stack
+    guard_lib.update_thread_guard_global_state(bool(enabled))  # refuses a second thread's
     stack.append(bool(enabled))
-    try:
-        guard_lib.update_thread_guard_global_state(bool(enabled))
-    except Exception:
-        stack.pop()
-        raise
     try:
         yield
     finally:

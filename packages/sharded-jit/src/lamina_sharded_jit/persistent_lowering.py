@@ -240,21 +240,16 @@ def _aval_text(aval: Any) -> bytes:
 def _load(path: str, desc: str) -> LoweringResult | None:
     """The stored lowering, or None (absent, stale, or unreadable: warned)."""
     try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError:
-        explain_miss("persistent lowering", desc, ["no entry for this program"])
-        return None
-    try:
-        entry: dict[str, Any] = pickle.loads(persistent_cache.unpack_entry(blob))
-        if entry.get("format") != _FORMAT:
-            raise ValueError(f"format {entry.get('format')}, not {_FORMAT}")
+        entry = persistent_cache.load_pickled_entry(path, _FORMAT)
+        if entry is None:
+            explain_miss("persistent lowering", desc, ["no entry for this program"])
+            return None
         why = stale(entry["manifest"])
         if why is not None:
             explain_miss("persistent lowering", desc, [why])
             return None
         return LoweringResult.from_bytecode(entry["module"], **entry["lowering"])
-    except Exception as e:
+    except Exception as e:  # corrupt, truncated, another format, unpicklable
         warnings.warn(f"jit: skipping the persistent lowering cache entry {path}: {e}; "
                       "lowering again", persistent_cache.PersistentCacheWarning, stacklevel=6)
         return None
@@ -280,13 +275,8 @@ def _lower_and_store(path: str, jaxpr: ClosedJaxpr, lower: Callable[[], Lowering
         stats["uncacheable"] += 1
         explain_miss("persistent lowering", desc, [f"the module cannot be stored ({e})"])
         return lowering
-    try:
-        persistent_cache.write_atomically(path, persistent_cache.pack_entry(blob))
-    except OSError as e:
-        warnings.warn(f"jit: could not write the persistent lowering cache entry {path}: {e}",
-                      persistent_cache.PersistentCacheWarning, stacklevel=5)
-        return lowering
-    stats["stores"] += 1
+    if persistent_cache.store_pickled_entry(path, blob, "lowering"):
+        stats["stores"] += 1
     return lowering
 
 

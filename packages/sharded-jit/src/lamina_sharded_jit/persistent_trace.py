@@ -230,32 +230,13 @@ def _entry(program: LoweredProgram, out_tree: Any, manifest: dict[str, Any]
     }
 
 
-def _store(path: str, pickled: bytes) -> None:
-    blob = persistent_cache.pack_entry(pickled)
-    try:
-        persistent_cache.write_atomically(path, blob)
-    except OSError as e:
-        warnings.warn(f"jit: could not write the persistent trace cache entry {path}: {e}",
-                      persistent_cache.PersistentCacheWarning, stacklevel=5)
-        return
-    stats["stores"] += 1
-
-
 def _load(path: str) -> dict[str, Any] | None:
     try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError:
-        return None
-    try:
-        entry: dict[str, Any] = pickle.loads(persistent_cache.unpack_entry(blob))
-        if entry.get("format") != _FORMAT:
-            raise ValueError(f"format {entry.get('format')}, not {_FORMAT}")
-    except Exception as e:
+        return persistent_cache.load_pickled_entry(path, _FORMAT)
+    except Exception as e:  # corrupt, truncated, another format, unpicklable
         warnings.warn(f"jit: skipping the persistent trace cache entry {path}: {e}; "
                       "tracing again", persistent_cache.PersistentCacheWarning, stacklevel=5)
         return None
-    return entry
 
 
 def _restore(entry: dict[str, Any], info: JitInfo, in_tree: Any, leaves: Sequence[Any]
@@ -412,7 +393,8 @@ def _trace_and_store(path: str, info: JitInfo, traced_call: TracedCall
         explain_miss("persistent trace", f"{info.api_name}({info.fun_name})",
                      [f"the program cannot be stored ({e})"])
         return result
-    _store(path, blob)
+    if persistent_cache.store_pickled_entry(path, blob, "trace"):
+        stats["stores"] += 1
     return result
 
 

@@ -48,8 +48,7 @@ from lamina_tracing_core.primitives import Primitive
 
 __all__ = [
     "CallbackError", "HostCallback", "VMAP_METHODS", "batch_axis_first", "debug_callback_p",
-    "inspect_sharding_p",
-    "io_callback_p", "pure_callback_p",
+    "inspect_sharding_p", "io_callback_p", "pure_callback_p",
 ]
 
 #: The values of ``pure_callback``'s ``vmap_method`` (None: not batchable).
