@@ -621,6 +621,12 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
+def _scalar_as_vector(x: Any, axis: Axis) -> Any:
+    """A 0-d ``x`` reduced over every axis as a 1-d array of one element, as
+    JAX's quantiles and medians (``keepdims`` then keeps shape ``(1,)``)."""
+    return lax.reshape(x, (1,)) if _util.ndim_of(x) == 0 and axis is None else x
+
+
 def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
               skip_nans: bool = False, percent: bool = False) -> Array:
     """Checks the arguments, then runs :func:`_quantile_of` (one compiled
@@ -633,8 +639,7 @@ def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
         raise ValueError(f"lamina.numpy.{fun} does not support complex input, as the "
                          "operation is poorly defined")
     (qs,) = _util.promote_dtypes_inexact(fun, _util.operand(fun, q, "q"))
-    if _util.ndim_of(x) == 0 and axis is None:
-        x = lax.reshape(x, (1,))  # as JAX: a scalar is one element (keepdims keeps (1,))
+    x = _scalar_as_vector(x, axis)
     axes = _util.canonicalize_axes(fun, axis, _util.ndim_of(x))
     if math.prod(_util.shape_of(x)[i] for i in axes) == 0:
         raise ValueError(f"lamina.numpy.{fun} of an empty array")
@@ -747,8 +752,7 @@ def nanmedian(a: ArrayLike, axis: Axis = None, out: None = None,
     if dtypes.is_complex(get_aval(x).dtype):
         raise ValueError("lamina.numpy.nanmedian does not support complex input, as the "
                          "operation is poorly defined")
-    if _util.ndim_of(x) == 0 and axis is None:
-        x = lax.reshape(x, (1,))  # as median's
+    x = _scalar_as_vector(x, axis)
     flat, axes = _moved_last("nanmedian", x, axis)
     ordered = lax.sort(flat, dimension=-1)
     valid = sum(lax.eq(flat, flat), axis=-1, keepdims=True, dtype=dtypes.default_int_dtype())

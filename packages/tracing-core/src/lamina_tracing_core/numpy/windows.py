@@ -182,13 +182,8 @@ def _gcd(a: Any, b: Any) -> Any:
         safe = lax.select(nonzero, y, lax.full_like(y, 1))
         return lax.select(nonzero, y, x), lax.select(nonzero, lax.rem(x, safe), zero)
 
-    x, _ = while_loop(cond, body, (_magnitude(a), _magnitude(b)))
+    x, _ = while_loop(cond, body, (ufuncs.abs(a), ufuncs.abs(b)))
     return x
-
-
-def _magnitude(x: Any) -> Any:
-    """``|x|`` of an integer array (unsigned values are their own)."""
-    return x if dtypes.issubdtype(get_aval(x).dtype, np.unsignedinteger) else lax.abs(x)
 
 
 def gcd(x1: ArrayLike, x2: ArrayLike, /) -> Array:
@@ -205,7 +200,7 @@ def lcm(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     zero = lax.full_like(d, 0)
     is_zero = lax.eq(d, zero)
     safe = lax.select(is_zero, lax.full_like(d, 1), d)
-    return lax.select(is_zero, zero, _magnitude(lax.mul(a, lax.div(b, safe))))
+    return lax.select(is_zero, zero, ufuncs.abs(lax.mul(a, lax.div(b, safe))))
 
 
 # --- frexp -------------------------------------------------------------------------------------
