@@ -31,3 +31,24 @@ def devices8() -> list:  # type: ignore[type-arg]
     if len(devices) < 8:
         pytest.skip("needs 8 CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=8)")
     return list(devices[:8])
+
+
+@pytest.fixture
+def cache_dir(tmp_path):  # type: ignore[no-untyped-def]
+    """A fresh persistent cache directory for one test, every compilation
+    written to it; the in-memory caches are emptied before and after (a test
+    stands for a restart with ``lamina.clear_caches()``), the settings restored."""
+    import lamina as lx
+    from lamina_interpreters_pxla import persistent_cache
+
+    saved = dict(persistent_cache.cache_config.values)
+    lx.config.update("jax_compilation_cache_dir", str(tmp_path))
+    lx.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    lx.clear_caches()
+    try:
+        yield tmp_path
+    finally:
+        lx.config.update("persistent_trace_cache_verify", False)
+        persistent_cache.cache_config.values.update(saved)
+        persistent_cache.reset_cache()
+        lx.clear_caches()

@@ -13,7 +13,7 @@ import gc
 import importlib.util
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +26,6 @@ from lamina_interpreters_pxla import persistent_cache
 from lamina_sharded_jit import fingerprints, persistent_lowering, persistent_trace
 
 X = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
-
-
-@pytest.fixture
-def cache_dir(tmp_path: Path) -> Iterator[Path]:
-    saved = dict(persistent_cache.cache_config.values)
-    lx.config.update("jax_compilation_cache_dir", str(tmp_path))
-    lx.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    lx.clear_caches()
-    try:
-        yield tmp_path
-    finally:
-        lx.config.update("persistent_trace_cache_verify", False)
-        persistent_cache.cache_config.values.update(saved)
-        persistent_cache.reset_cache()
-        lx.clear_caches()
 
 
 def _after_restart(run: Callable[[], Any]) -> tuple[dict[str, int], Any, Any]:

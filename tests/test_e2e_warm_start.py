@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,19 +62,6 @@ def test_concurrent_writers_then_processes_that_compile_nothing(tmp_path: Path) 
     for report in (warm, warmer):
         assert report["warnings"] == []
         assert report["loss"] == cold[0]["loss"]
-
-
-@pytest.fixture
-def cache_dir(tmp_path: Path) -> Iterator[Path]:
-    saved = dict(persistent_cache.cache_config.values)
-    lx.config.update("jax_compilation_cache_dir", str(tmp_path))
-    lx.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    try:
-        yield tmp_path
-    finally:
-        persistent_cache.cache_config.values.update(saved)
-        persistent_cache.reset_cache()
-        lx.clear_caches()
 
 
 def _compiles_after_restart(run: Any) -> tuple[int, Any, Any]:
