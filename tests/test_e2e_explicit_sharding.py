@@ -4,6 +4,8 @@ errors naming the operands, reshard / with_sharding_constraint inside jit,
 auto_axes / explicit_axes, and the lamina.sharding names. Expected strings
 are JAX 0.10.2's (typeof forms and error wording recorded from it)."""
 
+import re
+
 import lamina as lx
 import lamina.core
 import lamina.lax as lax
@@ -122,14 +124,24 @@ def test_reshard_and_constraint_inside_jit(mesh):
         @lx.jit
         def f(a):
             b = reshard(a, P(None, "Y"))
-            c = lax.with_sharding_constraint(a * 2, P("Y", None))
+            c = lax.with_sharding_constraint(a * 2, P("X", None))
             types.extend([str(lx.typeof(b)), str(lx.typeof(c))])
             return b, c
 
         b, c = f(x)
-        assert types == ["float32[8,4@Y]", "float32[8@Y,4]"]
+        assert types == ["float32[8,4@Y]", "float32[8@X,4]"]
         assert b.sharding == NamedSharding(mesh, P(None, "Y"))
-        assert c.sharding == NamedSharding(mesh, P("Y", None))
+        assert c.sharding == NamedSharding(mesh, P("X", None))
+        # Over all-Explicit axes a constraint asserts the type (JAX 0.10.2's text)
+        for run in (lx.jit(lambda a: lax.with_sharding_constraint(a, P("Y", None))),
+                    lambda a: lax.with_sharding_constraint(a, P("Y", None))):
+            with pytest.raises(AssertionError, match=re.escape(
+                    "`with_sharding_constraint` acts as an assert when all axes of mesh are of "
+                    "type `Explicit`. The array sharding: P('X', None) did not match the "
+                    "sharding provided: P('Y', None). Please use `jax.sharding.reshard` to "
+                    "shard your input to the sharding you want.\n"
+                    "(with_sharding_constraint: argument x: f32[8@X,4])")):
+                run(x)
         eager = reshard(x, P())
         assert eager.sharding == NamedSharding(mesh, P())
         assert str(lx.typeof(eager)) == "float32[8,4]"

@@ -105,8 +105,9 @@ class Array(ArrayMethods, metaclass=_ArrayType):
     # --- the type ---------------------------------------------------------
     @property
     def aval(self) -> ShapedArray:
-        aval: ShapedArray = self._arr.aval
-        return aval
+        """Shape, dtype, weak type, and the sharding over Explicit mesh axes
+        (``typeof``'s answer for an array laid out over such a mesh)."""
+        return _aval_of_array(self)
 
     # ArrayMethods declares shape/dtype as plain attributes; here they are
     # read-only views of the aval.

@@ -72,10 +72,12 @@ from lamina_interpreters_pxla.sharding import (
     NamedSharding,
     is_sharding,
     named_sharding_from_hlo,
+    named_sharding_of_type,
     single_device_sharding,
 )
 from lamina_interpreters_pxla.transfer import put_host_value, shard_args
 from lamina_tracing_core import core, dtypes, primitives
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.base_primitives import convert_element_type_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
@@ -382,6 +384,8 @@ def _build_entry(prim: Primitive, args: Sequence[Any], params: dict[str, Any],
                  keepalive: list[Any]) -> _Entry:
     in_avals = [_operand_aval(prim, i, x) for i, x in enumerate(args)]
     out_avals = primitives.abstract_eval(prim, in_avals, params)
+    if sit.any_sharded(in_avals):
+        out_avals = _sharded_result_types(prim, in_avals, out_avals, params)
     placement = _placement(prim, args)
     closed = _one_equation_jaxpr(prim, in_avals, out_avals, params)
     executable = _compile(prim, closed, in_avals, out_avals, placement)
@@ -469,6 +473,23 @@ def _on_lead_mesh(sharding: Any, lead: Any, ndim: int, replicated: Any) -> Any:
     return named if named is not None else replicated
 
 
+def _sharded_result_types(prim: Primitive, in_avals: list[ShapedArray],
+                          out_avals: list[ShapedArray], params: dict[str, Any]
+                          ) -> list[ShapedArray]:
+    """``out_avals`` with the shardings ``prim``'s sharding rule gives operands
+    whose types are sharded over Explicit axes, as under jit (an eager op is
+    a one-equation jit in JAX); an ambiguous result is a ``ShardingTypeError``
+    naming the primitive, its operands and the user's line."""
+    try:
+        typed = sit.apply_rule(prim, in_avals,
+                               out_avals if prim.multiple_results else out_avals[0], params)
+    except sit.ShardingTypeError as e:
+        operands = ", ".join(f"{a.str_short()} (argument {i})" for i, a in enumerate(in_avals))
+        raise sit.ShardingTypeError(f"{e}\nThe operands of {prim.name} are {operands}, "
+                                    f"at {current_source_info()}") from None
+    return list(typed) if prim.multiple_results else [typed]
+
+
 def _one_equation_jaxpr(prim: Primitive, in_avals: list[ShapedArray],
                         out_avals: list[ShapedArray], params: dict[str, Any]) -> ClosedJaxpr:
     invars = [Var(a) for a in in_avals]
@@ -487,10 +508,13 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
     devices = placement.devices
     n = len(devices)
     platform = lowering_platform(devices[0])
-    arg_specs = None
+    arg_specs = result_specs = None
     if n > 1:
         arg_specs = [s.to_sharding_spec(a.ndim, devices)
                      for s, a in zip(placement.in_shardings, in_avals)]
+        typed = [named_sharding_of_type(a.sharding) for a in out_avals]
+        result_specs = [None if s is None else s.to_sharding_spec(a.ndim, devices)
+                        for s, a in zip(typed, out_avals)]
     # Imported here: the lowering stack loads MLIR's dialects, which a process
     # running only stored programs (the persistent caches) never needs.
     from lamina_mlir_lowering.lowering import lower_jaxpr_to_module
@@ -498,7 +522,7 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
     with timed_event(JAXPR_TO_MLIR_MODULE_EVENT, f"jit({prim.name})"):
         lowering = lower_jaxpr_to_module(
             f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
-            num_partitions=n)
+            result_shardings=result_specs, num_partitions=n)
     options = BuildOptions(num_partitions=n)
     start = time.perf_counter()
     with timed_event(BACKEND_COMPILE_EVENT, f"jit({prim.name})"):
@@ -524,7 +548,10 @@ def _output_shardings(loaded: Any, devices: list[Device], out_avals: list[Shaped
         return chosen
     out = []
     for s, aval in zip(chosen, out_avals):
-        named = named_sharding_from_hlo(lead.mesh, s._to_xla_hlo_sharding(aval.ndim), aval.ndim)
+        named = named_sharding_of_type(aval.sharding)  # the type's spec, as JAX shows it
+        if named is None or named.mesh != lead.mesh:
+            named = named_sharding_from_hlo(lead.mesh, s._to_xla_hlo_sharding(aval.ndim),
+                                            aval.ndim)
         out.append(named if named is not None else s)
     return out
 

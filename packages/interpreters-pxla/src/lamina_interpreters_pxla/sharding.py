@@ -337,6 +337,20 @@ def type_sharding_of(sharding: Any, ndim: int) -> TypeSharding | None:
     return result
 
 
+def named_sharding_of_type(ts: TypeSharding | None) -> NamedSharding | None:
+    """The layout a value whose type is sharded by ``ts`` has: a
+    ``NamedSharding`` over the concrete mesh of ``ts``'s abstract mesh, its
+    spec one entry per dimension (None where the type is not split), as JAX
+    lays such values out; None when ``ts`` is None or no concrete mesh is known."""
+    if ts is None:
+        return None
+    mesh = concrete_mesh(ts.mesh)
+    if mesh is None:
+        return None
+    return NamedSharding(mesh, PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1
+                                               else axes for axes in ts.spec]))
+
+
 def _is_addressable(device: Device) -> bool:
     return bool(device.process_index == device.client.process_index())
 

@@ -36,7 +36,7 @@ from lamina_tracing_core.api import ShapeDtypeStruct
 from lamina_tracing_core.mesh import AxisType, get_abstract_mesh, replicated
 from lamina_tracing_core.numpy.key_arrays import KeyDType, PRNGKeyArray
 
-from lamina_sharded_jit.sharding_constraint import with_sharding_constraint
+from lamina_sharded_jit.sharding_constraint import constrain_tree
 
 __all__ = ["reshard", "auto_axes", "explicit_axes", "typeof"]
 
@@ -83,7 +83,7 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     mesh = get_current_mesh()
     specs = tu.tree_map(lambda s: _on_mesh(s, mesh) if mesh is not None else s,
                         out_shardings, is_leaf=lambda s: isinstance(s, PartitionSpec))
-    return with_sharding_constraint(xs, specs)
+    return constrain_tree(xs, specs, "reshard", asserts_explicit=False)
 
 
 def _retyped(mesh: Mesh, axes: Sequence[str], kind: AxisType, what: str) -> Mesh:
@@ -107,7 +107,7 @@ def _move_to(x: Any, mesh: Mesh) -> Any:
     ts = aval.sharding
     spec = PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
                            for axes in (ts.spec if ts is not None else ())])
-    return with_sharding_constraint(x, NamedSharding(mesh, spec))
+    return constrain_tree(x, NamedSharding(mesh, spec), "reshard", asserts_explicit=False)
 
 
 def auto_axes(f: Callable[..., Any] | None = None, /, *, axes: Any = None,
@@ -141,7 +141,7 @@ def _drop_axes(x: Any, mesh: Mesh, names: Sequence[str]) -> Any:
         return x
     spec = PartitionSpec(*[tuple(a for a in axes if a not in names) or None
                            for axes in ts.spec])
-    return with_sharding_constraint(x, NamedSharding(mesh, spec))
+    return constrain_tree(x, NamedSharding(mesh, spec), "reshard", asserts_explicit=False)
 
 
 def explicit_axes(f: Callable[..., Any] | None = None, /, *, axes: Any = None,

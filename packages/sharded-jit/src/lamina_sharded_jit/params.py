@@ -21,9 +21,7 @@ from typing import Any
 
 from lamina_interpreters_pxla.backends import get_backend
 from lamina_interpreters_pxla.sharding import (
-    NamedSharding,
-    PartitionSpec,
-    concrete_mesh,
+    named_sharding_of_type,
     single_device_sharding,
 )
 from lamina_linear_util import api_util
@@ -252,14 +250,8 @@ def flat_out_shardings(info: JitInfo, out_tree: Any, out_avals: Sequence[ShapedA
 
 def _from_type(aval: ShapedArray) -> Any:
     """A result whose type is sharded (over Explicit axes) is laid out so."""
-    ts = aval.sharding
-    if ts is None:
-        return UNSPECIFIED
-    mesh = concrete_mesh(ts.mesh)
-    if mesh is None:
-        return UNSPECIFIED
-    return NamedSharding(mesh, PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1
-                                               else axes for axes in ts.spec]))
+    named = named_sharding_of_type(aval.sharding)
+    return UNSPECIFIED if named is None else named
 
 
 def infer_params(info: JitInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PjitParams:

@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from lamina_interpreters_pxla.device_put import device_put
-from lamina_interpreters_pxla.sharding import UNCONSTRAINED, NamedSharding, type_sharding_of
+from lamina_interpreters_pxla.sharding import (
+    UNCONSTRAINED,
+    AxisType,
+    NamedSharding,
+    PartitionSpec,
+    type_sharding_of,
+)
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core import ad, batching
@@ -35,7 +41,8 @@ from lamina_sharded_jit.shardings import (
     resolve_leaf,
 )
 
-__all__ = ["sharding_constraint_p", "with_sharding_constraint", "bind_constraint"]
+__all__ = ["sharding_constraint_p", "with_sharding_constraint", "bind_constraint",
+           "constrain_tree"]
 
 sharding_constraint_p = Primitive("sharding_constraint")
 
@@ -109,15 +116,42 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """Constrains every leaf of the pytree ``x`` to the sharding of the
     matching leaf of ``shardings`` (a pytree prefix of ``x`` whose leaves are
     lamina shardings, or ``PartitionSpec``s inside ``with mesh:``; a ``None``
-    leaf leaves that part unconstrained). Returns ``x`` unchanged in value."""
+    leaf leaves that part unconstrained). Returns ``x`` unchanged in value.
+    Over a mesh whose axes are all Explicit it asserts the type's sharding."""
+    return constrain_tree(x, shardings, "with_sharding_constraint", asserts_explicit=True)
+
+
+def constrain_tree(x: Any, shardings: Any, api_name: str, *, asserts_explicit: bool) -> Any:
+    """``with_sharding_constraint``'s work for ``api_name`` (``reshard`` uses
+    it to change a type's sharding, so it does not assert)."""
     pairs, treedef = tu.tree_flatten_with_path(x)
-    specs = api_util.flatten_axes("with_sharding_constraint shardings", treedef, shardings)
+    specs = api_util.flatten_axes(f"{api_name} shardings", treedef, shardings)
     outs = []
     for (path, leaf), spec in zip(pairs, specs):
-        where = f"with_sharding_constraint: argument x{tu.keystr(path)}"
+        where = f"{api_name}: argument x{tu.keystr(path)}"
         sharding = resolve_leaf(canonicalize_leaf(spec, where=where), where=where)
         if spec is None:
             outs.append(leaf)
             continue
+        if asserts_explicit:
+            _check_explicit_agrees(get_aval(leaf), sharding, where)
         outs.append(bind_constraint(leaf, sharding, where))
     return tu.tree_unflatten(treedef, outs)
+
+
+def _check_explicit_agrees(aval: ShapedArray, sharding: Any, where: str) -> None:
+    """Over a mesh whose axes are all Explicit the sharding is in the type, so
+    a constraint can only assert it (JAX's rule; ``reshard`` changes it)."""
+    if (aval.sharding is None or not isinstance(sharding, NamedSharding)
+            or any(t is not AxisType.Explicit for t in sharding.mesh.axis_types)):
+        return
+    wanted = type_sharding_of(sharding, aval.ndim)
+    if wanted is None or wanted.spec == aval.sharding.spec:
+        return
+    held = PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
+                           for axes in aval.sharding.spec])
+    raise AssertionError(
+        "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
+        f"`Explicit`. The array sharding: {held!r} did not match the sharding provided: "
+        f"{sharding.spec!r}. Please use `jax.sharding.reshard` to shard your input to the "
+        f"sharding you want.\n({where}: {aval.str_short()})")
