@@ -22,8 +22,9 @@ The C++ function is what ``jit`` and ``pmap`` return, with no Python frame in
 front of it, so the state a call depends on besides its arguments is kept in
 jaxlib configs that are part of the C++ cache key: whether a staging trace is
 this thread's dynamic trace (tracing-core's ``staging_hooks``), the x64
-flag (``dtypes.x64_hooks``), the trace settings (``trace_settings.hooks``) and
-pmap's layout (``pmap_chunked_shards``);
+flag (``dtypes.x64_hooks``), the trace settings (``trace_settings.hooks``),
+the default device, ``set_mesh``'s context mesh and pmap's layout
+(``pmap_chunked_shards``);
 layers above add theirs (jit's ``disable_jit``).
 A call in any other state than the one a fastpath was made in is a miss, and
 the Python path stages the call, or runs it as that state says.
@@ -46,6 +47,7 @@ from lamina_interpreters_pxla._jaxlib import _jax
 from lamina_interpreters_pxla.array import Array, wrap_results
 from lamina_interpreters_pxla.config import config
 from lamina_interpreters_pxla.layouts import has_custom_layout
+from lamina_interpreters_pxla.sharding import context_mesh_hooks
 from lamina_interpreters_pxla.transfer import shard_args
 
 __all__ = ["Fastpath", "clear_cpp_caches", "fastpath", "new_cpp_function"]
@@ -189,6 +191,9 @@ trace_settings.hooks.append(_TRACE_SETTINGS.set_global)
 _DEFAULT_DEVICE: Any = _jax.config.Config("lamina_jit_default_device", None,
                                           include_in_jit_key=True)
 backends.default_device_hooks.append(_DEFAULT_DEVICE.set_local)
+_CONTEXT_MESH: Any = _jax.config.Config("lamina_jit_context_mesh", None,
+                                        include_in_jit_key=True)
+context_mesh_hooks.append(_CONTEXT_MESH.set_local)
 
 
 def _mirror_runtime_setting(name: str, value: Any) -> None:

@@ -68,8 +68,10 @@ from lamina_interpreters_pxla.monitoring import (
     timed_event,
 )
 from lamina_interpreters_pxla.sharding import (
+    AxisType,
     GSPMDSharding,
     NamedSharding,
+    context_mesh_state,
     is_sharding,
     named_sharding_from_hlo,
     named_sharding_of_type,
@@ -316,7 +318,8 @@ def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
     everything the abstract-evaluation check, the placement and the compiled
     program depend on.
     """
-    parts: list[Any] = [prim, tuple(params.items()), _x64.enabled, _default.device]
+    parts: list[Any] = [prim, tuple(params.items()), _x64.enabled, _default.device,
+                        _context.mesh]
     k: Hashable
     for x in args:
         if type(x) is Array:
@@ -344,6 +347,7 @@ def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:
 
 _x64 = dtypes.x64_state
 _default = backends._default_device_state
+_context = context_mesh_state
 
 
 def _lookup_or_build(key: Hashable | None, prim: Primitive, args: Sequence[Any],
@@ -411,8 +415,14 @@ def _placement(prim: Primitive, args: Sequence[Any]) -> _Placement:
     committed = [(i, x.sharding) for i, x in enumerate(args)
                  if type(x) is Array and x.committed]
     multi = [(i, s) for i, s in committed if s.num_devices > 1]
+    mesh = _context.mesh
+    if mesh is not None:
+        lead = next((s for _, s in multi if isinstance(s, NamedSharding) and s.mesh == mesh),
+                    NamedSharding(mesh, ()))
+        return _spmd_placement(prim, args, committed, lead, "jit's context mesh")
     if multi:
-        return _spmd_placement(prim, args, committed, multi)
+        lead = next((s for _, s in multi if isinstance(s, NamedSharding)), multi[0][1])
+        return _spmd_placement(prim, args, committed, lead, f"argument {multi[0][0]}")
     if committed:
         devices = {s._device_assignment[0] for _, s in committed}
         if len(devices) > 1:
@@ -437,15 +447,18 @@ def _needs_move(x: Any, sharding: Any) -> bool:
 
 
 def _spmd_placement(prim: Primitive, args: Sequence[Any], committed: list[tuple[int, Any]],
-                    multi: list[tuple[int, Any]]) -> _Placement:
-    lead = next((s for _, s in multi if isinstance(s, NamedSharding)), multi[0][1])
+                    lead: Any, lead_name: str) -> _Placement:
+    """One SPMD program over ``lead``'s devices (``lead_name`` says whose
+    they are); committed arguments elsewhere are an error."""
     devices = list(lead._device_assignment)
     for i, s in committed:
         if list(s._device_assignment) != devices:
+            platform = str(devices[0].platform).upper()
             raise EagerDispatchError(
-                f"{prim.name}: received incompatible devices for committed arguments: "
-                f"argument {i} is on {list(s._device_assignment)} but argument "
-                f"{multi[0][0]} is on {devices}. device_put them onto the same devices first")
+                "Received incompatible devices for jitted computation. Got argument "
+                f"{i} of {prim.name} with shape {args[i].aval.str_short()} and with device ids "
+                f"{[d.id for d in s._device_assignment]} on platform {platform} and "
+                f"{lead_name} with device ids {[d.id for d in devices]} on platform {platform}")
     if isinstance(lead, NamedSharding):
         replicated: Any = NamedSharding(lead.mesh, (), memory_kind=lead.memory_kind)
     else:
@@ -546,9 +559,13 @@ def _output_shardings(loaded: Any, devices: list[Device], out_avals: list[Shaped
     lead = placement.mesh_sharding
     if not isinstance(lead, NamedSharding):
         return chosen
+    all_explicit = all(t is AxisType.Explicit for t in lead.mesh.axis_types)
     out = []
     for s, aval in zip(chosen, out_avals):
-        named = named_sharding_of_type(aval.sharding)  # the type's spec, as JAX shows it
+        # over Explicit axes the type says the layout, with JAX's spec form
+        named = named_sharding_of_type(aval.sharding)
+        if named is None and all_explicit and aval.sharding is None:
+            named = NamedSharding(lead.mesh, (None,) * aval.ndim)
         if named is None or named.mesh != lead.mesh:
             named = named_sharding_from_hlo(lead.mesh, s._to_xla_hlo_sharding(aval.ndim),
                                             aval.ndim)
@@ -566,6 +583,10 @@ def _convert_element_type_impl(operand: Any, *, new_dtype: Any, weak_type: bool,
     ``lamina.numpy.array``/``asarray`` place host data), not a compiled program
     per shape; every other conversion is the default impl's."""
     if type(operand) is np.ndarray and sharding is None and operand.dtype == new_dtype:
+        mesh = _context.mesh
+        if mesh is not None:  # JAX: committed, replicated over set_mesh's mesh
+            return place_host_value(operand, NamedSharding(mesh, ()), weak_type=weak_type,
+                                    committed=True)
         return place_host_value(operand, None, weak_type=weak_type, committed=False)
     return apply_primitive(convert_element_type_p, operand, new_dtype=new_dtype,
                            weak_type=weak_type, sharding=sharding)

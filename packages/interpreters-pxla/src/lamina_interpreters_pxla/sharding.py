@@ -21,7 +21,7 @@ import functools
 import math
 import threading
 import weakref
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -296,6 +296,32 @@ def concrete_mesh(abstract: AbstractMesh) -> Mesh | None:
     return _explicit_meshes.get(abstract)
 
 
+class _ContextMesh(threading.local):
+    """The mesh of this thread's innermost ``set_mesh`` (JAX's context mesh):
+    a computation none of whose inputs is committed runs on its devices, and
+    its results are committed there. ``with mesh:`` does not set it."""
+
+    def __init__(self) -> None:
+        self.mesh: Mesh | None = None
+
+
+context_mesh_state = _ContextMesh()
+#: Called with the new context mesh (None: none) whenever it changes: jit's
+#: C++ fast path keys its cache on it.
+context_mesh_hooks: list[Callable[[Mesh | None], None]] = []
+
+
+def context_mesh() -> Mesh | None:
+    """The mesh computations without committed inputs run on (``set_mesh``), or None."""
+    return context_mesh_state.mesh
+
+
+def _set_context_mesh(mesh: Mesh | None) -> None:
+    context_mesh_state.mesh = mesh
+    for hook in context_mesh_hooks:
+        hook(mesh)
+
+
 class set_mesh:  # noqa: N801  (JAX's name: a function-like context manager)
     """Makes ``mesh`` the current mesh: bare ``PartitionSpec``s resolve against
     it, ``shard_map`` and ``reshard`` use it, and tracing sees its abstract mesh
@@ -307,8 +333,10 @@ class set_mesh:  # noqa: N801  (JAX's name: a function-like context manager)
         if not isinstance(mesh, Mesh):
             raise TypeError(f"set_mesh: expected a Mesh, got {mesh!r}")
         self.mesh = mesh
+        self._previous = context_mesh_state.mesh
         _mesh_stack.stack.append(mesh)
         push_abstract_mesh(mesh.abstract_mesh)
+        _set_context_mesh(mesh)
 
     def __enter__(self) -> Mesh:
         return self.mesh
@@ -316,6 +344,7 @@ class set_mesh:  # noqa: N801  (JAX's name: a function-like context manager)
     def __exit__(self, *exc: object) -> None:
         popped = _mesh_stack.stack.pop()
         pop_abstract_mesh()
+        _set_context_mesh(self._previous)
         assert popped is self.mesh, "set_mesh blocks exited out of order"
 
 

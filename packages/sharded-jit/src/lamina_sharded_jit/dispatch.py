@@ -36,6 +36,7 @@ from lamina_interpreters_pxla.array import Array, DeletedArrayError, record_dona
 from lamina_interpreters_pxla.execution_guard import state as _execution_guard
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.layouts import _custom_layouts
+from lamina_interpreters_pxla.sharding import context_mesh_state
 from lamina_interpreters_pxla.transfer import shard_args
 from lamina_tracing_core import core, dtypes, trace_settings
 from lamina_tracing_core.avals import ShapedArray
@@ -63,6 +64,7 @@ _trace_state = core._state
 _x64_state = dtypes.x64_state
 _trace_settings = trace_settings.state
 _default_device = backends._default_device_state
+_context_mesh = context_mesh_state
 
 
 def at_top_level() -> bool:
@@ -76,7 +78,7 @@ class FastEntry:
 
     __slots__ = ("expected", "avals", "shardings", "committed", "n", "kept", "loaded",
                  "handlers", "out_tree", "donated_kept", "donated_mask", "name", "x64", "settings",
-                 "default_device", "executable",
+                 "default_device", "context_mesh", "executable",
                  "single_out", "aval0", "sharding0", "committed0")
 
     def __init__(self, *, avals: Sequence[ShapedArray], shardings: Sequence[Any],
@@ -102,6 +104,7 @@ class FastEntry:
         self.x64 = _x64_state.enabled
         self.settings = _trace_settings.key
         self.default_device = _default_device.device
+        self.context_mesh = _context_mesh.mesh
         self.single_out = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
 
     def run(self, leaves: Sequence[Any]) -> Any:
@@ -113,7 +116,8 @@ class FastEntry:
         if _float_checks.any or _execution_guard.disallowed:
             return MISS  # the full path checks the results, or refuses to run
         if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
-                or self.default_device is not _default_device.device or _custom_layouts):
+                or self.default_device is not _default_device.device
+                or self.context_mesh is not _context_mesh.mesh or _custom_layouts):
             return self._run_checked(leaves)
         if self.n == 1:
             x = leaves[0]
@@ -142,7 +146,8 @@ class FastEntry:
         """:meth:`run` with the full signature check (equality, host values,
         moves, layouts)."""
         if (self.x64 is not _x64_state.enabled or self.settings is not _trace_settings.key
-                or self.default_device is not _default_device.device):
+                or self.default_device is not _default_device.device
+                or self.context_mesh is not _context_mesh.mesh):
             return MISS
         impls = self._check(leaves)
         if impls is None:

@@ -49,6 +49,7 @@ from lamina_interpreters_pxla.sharding import (
     NamedSharding,
     PartitionSpec,
     SingleDeviceSharding,
+    context_mesh,
     single_device_sharding,
 )
 from lamina_linear_util.cache import explain_cache_misses_enabled
@@ -71,6 +72,7 @@ from lamina_sharded_jit.sharding_constraint import sharding_constraint_p
 from lamina_sharded_jit.shardings import (
     UNSPECIFIED,
     ShardingSource,
+    context_mesh_source,
     is_unspecified,
     lowering_sharding_context,
     lowering_specs,
@@ -208,7 +210,7 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
     fmt = sharding_format()
     key = (_LOWER_TAG, _lower_generation[0], tuple(id(c) for c in jaxpr.consts), in_sh, out_sh,
            donated, name, bool(keep_unused), compiler_options_kvs, platforms, bool(committed),
-           device, fmt)
+           device, fmt, context_mesh())
     store = jaxpr_store(jaxpr.jaxpr)
     hit = store.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], jaxpr.consts)):
@@ -232,7 +234,7 @@ def lower_program(jaxpr: ClosedJaxpr, *, in_shardings: Sequence[Any],
 
 _KEY_PARTS = ("cache", "generation", "consts", "input shardings", "output shardings", "donated arguments",
               "name", "keep_unused", "compiler options", "platforms", "committedness",
-              "device", "sharding format")
+              "device", "sharding format", "context mesh (set_mesh)")
 
 
 def lowered_program_of(jaxpr: ClosedJaxpr, executable: Executable) -> LoweredProgram | None:
@@ -284,6 +286,11 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
     out_labels = [shard_label("result", n, i) for i, n in enumerate(res_names)]
     sources = [ShardingSource(label, s, a) for label, s, a in zip(in_labels, in_sh, in_avals)
                if not is_unspecified(s)]
+    # set_mesh's mesh: after the arguments (theirs give the order), before the
+    # results (which may have been laid out over it)
+    context = context_mesh_source()
+    if context is not None:
+        sources.append(context)
     sources += [ShardingSource(label, s, a) for label, s, a in zip(out_labels, out_sh, out_avals)
                 if not is_unspecified(s)]
     nested = _nested_memo(jaxpr)
@@ -291,7 +298,7 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
     sources = meshes + sources + [s for s in nested if s not in meshes]
     devices = program_devices(name, sources, device)
     _check_ordered_effects(jaxpr, name, len(devices))
-    prefer = [s.sharding for s in meshes]
+    prefer = [s.sharding for s in meshes] + ([context.sharding] if context is not None else [])
     specs_in, mesh_shape, mesh = lowering_specs(in_sh, in_avals, in_labels, devices,
                                                 extra=[s.sharding for s in nested] + list(out_sh),
                                                 prefer=prefer)

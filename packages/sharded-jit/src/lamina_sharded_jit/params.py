@@ -21,6 +21,9 @@ from typing import Any
 
 from lamina_interpreters_pxla.backends import get_backend
 from lamina_interpreters_pxla.sharding import (
+    AxisType,
+    NamedSharding,
+    context_mesh,
     named_sharding_of_type,
     single_device_sharding,
 )
@@ -249,9 +252,15 @@ def flat_out_shardings(info: JitInfo, out_tree: Any, out_avals: Sequence[ShapedA
 
 
 def _from_type(aval: ShapedArray) -> Any:
-    """A result whose type is sharded (over Explicit axes) is laid out so."""
+    """A result whose type is sharded (over Explicit axes) is laid out so; an
+    unsharded one is replicated over a ``set_mesh`` mesh of Explicit axes."""
     named = named_sharding_of_type(aval.sharding)
-    return UNSPECIFIED if named is None else named
+    if named is not None:
+        return named
+    mesh = context_mesh()
+    if mesh is not None and all(t is AxisType.Explicit for t in mesh.axis_types):
+        return NamedSharding(mesh, (None,) * aval.ndim)
+    return UNSPECIFIED
 
 
 def infer_params(info: JitInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PjitParams:

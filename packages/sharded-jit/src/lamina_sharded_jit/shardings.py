@@ -35,6 +35,7 @@ from lamina_interpreters_pxla.sharding import (
     PmapSharding,
     ShardingError,
     SingleDeviceSharding,
+    context_mesh,
     get_current_mesh,
     is_sharding,
     named_sharding_from_hlo,
@@ -44,7 +45,7 @@ from lamina_mlir_lowering import UNSPECIFIED, MeshShape, ShardingSpec, Unspecifi
 from lamina_tracing_core.avals import ShapedArray
 
 __all__ = [
-    "ShardingSource", "UNSPECIFIED", "batch_sharding", "canonicalize_leaf",
+    "CONTEXT_MESH_LABEL", "ShardingSource", "UNSPECIFIED", "context_mesh_source", "batch_sharding", "canonicalize_leaf",
     "check_sharding_fits", "factor_mesh", "is_unspecified", "none_if_unspecified", "lowering_specs", "program_devices", "resolve_leaf", "shard_label",
     "sharding_for_output", "LoweringShardingContext", "lowering_sharding_context",
     "current_lowering_context",
@@ -114,9 +115,22 @@ class ShardingSource:
     def describe(self, fun_name: str) -> str:
         ids = [d.id for d in self.sharding._device_assignment]
         platform = self.sharding._device_assignment[0].platform.upper()
+        if self.label == CONTEXT_MESH_LABEL:
+            return f"{self.label} with device ids {ids} on platform {platform}"
         shape = f" with shape {self.aval}" if self.aval is not None else ""
         return (f"{self.label} of {fun_name}{shape} and with device ids {ids} on "
                 f"platform {platform}")
+
+
+#: The source ``set_mesh``'s mesh is when a program runs on it (JAX's words).
+CONTEXT_MESH_LABEL = "jit's context mesh"
+
+
+def context_mesh_source() -> ShardingSource | None:
+    """The current ``set_mesh`` mesh as a placement source (replicated over
+    it): a program none of whose shardings says otherwise runs there."""
+    mesh = context_mesh()
+    return None if mesh is None else ShardingSource(CONTEXT_MESH_LABEL, NamedSharding(mesh, ()))
 
 
 def program_devices(fun_name: str, sources: Sequence[ShardingSource],
@@ -136,9 +150,10 @@ def program_devices(fun_name: str, sources: Sequence[ShardingSource],
         if src is lead:
             continue
         if set(src.sharding._device_assignment) != device_set:
+            first, second = (src, lead) if lead.label == CONTEXT_MESH_LABEL else (lead, src)
             raise ValueError(
                 "Received incompatible devices for jitted computation. Got "
-                f"{lead.describe(fun_name)} and {src.describe(fun_name)}")
+                f"{first.describe(fun_name)} and {second.describe(fun_name)}")
     return devices
 
 
