@@ -283,7 +283,8 @@ def subjaxprs_of_params(params: dict[str, Any]) -> list[Jaxpr]:
 # --- printing --------------------------------------------------------------------------------
 #: Per-primitive param printers: ``rule(params) -> dict[str, str | None]``
 #: giving the text of some params, or ``None`` for a param not to show (a
-#: default); the other params print as usual. Layers register them beside
+#: default); the other params print as usual. A name that is not a param is
+#: shown too (JAX's name for what a param holds). Layers register them beside
 #: their primitives (see ``hide_default_params``).
 param_printers: dict[Any, Callable[[dict[str, Any]], dict[str, str | None]]] = {}
 
@@ -393,14 +394,15 @@ def _eqn(eqn: JaxprEqn, names: _Names, indent: int, settings: _Settings,
     text_of = param_printers.get(eqn.primitive)
     shown = text_of(params) if text_of is not None else None
     items: list[tuple[str, str, str | None]] = []
-    for k in sorted(params):
+    for k in sorted(params.keys() | (shown.keys() if shown is not None else set())):
         if shown is not None and k in shown:
             text = shown[k]
             if text is None:
                 continue  # a default: not shown
         else:
             text = _param_str(params[k], names, indent + 2, settings, indent + 3 + len(k))
-        items.append((k, text, _inner_names_comment(params[k], settings)))
+        items.append((k, text, _inner_names_comment(params[k], settings) if k in params
+                      else None))
     name = eqn.primitive.name
     head = name
     if items:

@@ -60,7 +60,7 @@ from lamina_tracing_core.ad_util import Zero, instantiate_zeros
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.control_flow.common import retrace
 from lamina_tracing_core.effects import Effects, has_side_effects, remove_named_axes
-from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo, JaxprEqn
+from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo, JaxprEqn, param_printers
 from lamina_tracing_core.lax import collectives as coll
 from lamina_tracing_core.lax import common
 from lamina_tracing_core.lax import elementwise as ew
@@ -76,6 +76,31 @@ Spec = tuple[tuple[str, ...], ...]
 
 shard_map_p = Primitive("shard_map", multiple_results=True)
 shard_map_p.higher_order = True
+
+
+def _spec_text(spec: Spec) -> str:
+    """A spec as JAX prints a ``PartitionSpec``: ``P('x', None)``, ``P(('x', 'y'),)``."""
+    entries = [("None" if not axes else repr(axes[0]) if len(axes) == 1 else repr(tuple(axes)))
+               for axes in spec]
+    return f"P({entries[0]},)" if len(entries) == 1 else f"P({', '.join(entries)})"
+
+
+def _print_params(params: dict[str, Any]) -> dict[str, str | None]:
+    """JAX's form of the params: specs as ``P(...)``, the abstract mesh, and
+    the axes the body makes manual as ``newly_manual_axes``."""
+    mesh = params["mesh"]
+    manual = [a for a in mesh.axis_names if a in params["manual_axes"]]
+    return {
+        "in_specs": f"({''.join(_spec_text(s) + ', ' for s in params['in_specs']).rstrip(' ')})",
+        "out_specs": f"({''.join(_spec_text(s) + ', ' for s in params['out_specs']).rstrip(' ')})",
+        "mesh": repr(getattr(mesh, "abstract_mesh", mesh)),
+        "manual_axes": None,
+        "name": None,
+        "newly_manual_axes": "frozenset({" + ", ".join(repr(a) for a in manual) + "})",
+    }
+
+
+param_printers[shard_map_p] = _print_params
 
 
 class ReplicationError(ValueError):
