@@ -48,7 +48,9 @@ def test_uncommitted_work_runs_on_the_context_mesh(devices8, kind, replicated):
 
 def test_with_mesh_is_not_a_context_mesh(devices8):
     mesh = _mesh(AxisType.Auto)
-    with mesh:
+    with pytest.warns(DeprecationWarning, match=re.escape(
+            "`with mesh:` context manager has been deprecated. Please use `with "
+            "jax.set_mesh(mesh):` instead.")), mesh:
         assert jnp.zeros(4).sharding == lx.sharding.SingleDeviceSharding(lx.devices()[0])
         assert lx.jit(lambda: jnp.zeros(4))().sharding == \
             lx.sharding.SingleDeviceSharding(lx.devices()[0])

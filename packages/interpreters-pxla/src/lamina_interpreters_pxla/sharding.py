@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -212,6 +213,8 @@ class Mesh:
 
     # context manager
     def __enter__(self) -> Mesh:
+        warnings.warn("`with mesh:` context manager has been deprecated. Please use `with "
+                      "jax.set_mesh(mesh):` instead.", DeprecationWarning, stacklevel=2)
         _mesh_stack.stack.append(self)
         push_abstract_mesh(self.abstract_mesh)
         return self
