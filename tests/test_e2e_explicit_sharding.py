@@ -169,8 +169,9 @@ def test_ambiguous_results_name_the_operands(mesh):
             return a + b
 
         y = lx.device_put(np.ones((8, 4), np.float32), P(None, "X"))
-        with pytest.raises(TypeError, match=r"(?s)illegally sharded result: "
-                           r"float32\[8@X,4@X\].*\(from a\).*\(from b\)"):
+        with pytest.raises(TypeError, match=r"(?s)add operation with inputs: f32\[8@X,4\], "
+                           r"f32\[8,4@X\] produces an illegally sharded result: "
+                           r"f32\[8@X,4@X\].*\(from a\).*\(from b\)"):
             lx.jit(add)(lx.device_put(np.ones((8, 4), np.float32), P("X", None)), y)
 
 
@@ -209,7 +210,9 @@ def test_shard_map_under_set_mesh(mesh):
         y = lx.jit(f)(x)
         assert str(lx.typeof(y)) == "float32[2,4]"
         np.testing.assert_allclose(y, np.asarray(x).reshape(4, 2, 4).sum(0))
-    with pytest.raises(ValueError, match=r"shard_map\(<lambda>\): no mesh was given"):
+    with pytest.raises(ValueError, match=r"The context mesh cannot be empty\. Use "
+                                         r"`jax\.set_mesh\(mesh\)` to enter into a mesh "
+                                         r"context \(shard_map\(<lambda>\): no mesh was given"):
         lx.shard_map(lambda a: a, in_specs=P(), out_specs=P())(np.ones(8))
 
 
@@ -242,8 +245,9 @@ def test_structural_rules_match_jax(mesh):
                     jnp.concatenate([a, a], axis=1), jnp.argmax(a, axis=1),
                     jnp.expand_dims(a, 0), a[:, :, None].squeeze(2), jnp.cumsum(a, axis=1)]
             got.extend(str(lx.typeof(v)) for v in outs)
-            with pytest.raises(TypeError, match=r"reshape of float32\[8@X,4,6@Y\] to "
-                                                r"\[2, 4, 4, 6\]: dimension 0"):
+            with pytest.raises(TypeError, match=r"This reshape is not supported\. .* Got "
+                                                r"operand type: float32\[8@X,4,6@Y\], new "
+                                                r"sizes: \(2, 4, 4, 6\)"):
                 a.reshape(2, 4, 4, 6)
             return outs
 

@@ -68,7 +68,6 @@ from lamina_interpreters_pxla.monitoring import (
     timed_event,
 )
 from lamina_interpreters_pxla.sharding import (
-    AxisType,
     GSPMDSharding,
     NamedSharding,
     context_mesh_state,
@@ -78,6 +77,7 @@ from lamina_interpreters_pxla.sharding import (
     single_device_sharding,
 )
 from lamina_interpreters_pxla.transfer import put_host_value, shard_args
+from lamina_tracing_core.mesh import AxisType
 from lamina_tracing_core import core, dtypes, primitives
 from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value

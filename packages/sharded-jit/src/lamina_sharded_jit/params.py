@@ -21,7 +21,6 @@ from typing import Any
 
 from lamina_interpreters_pxla.backends import get_backend
 from lamina_interpreters_pxla.sharding import (
-    AxisType,
     NamedSharding,
     context_mesh,
     named_sharding_of_type,
@@ -30,6 +29,7 @@ from lamina_interpreters_pxla.sharding import (
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import annotate, wrap_init
+from lamina_tracing_core.mesh import AxisType
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 

@@ -21,13 +21,13 @@ from typing import Any
 from lamina_interpreters_pxla.device_put import device_put
 from lamina_interpreters_pxla.sharding import (
     UNCONSTRAINED,
-    AxisType,
     NamedSharding,
     PartitionSpec,
     type_sharding_of,
 )
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
+from lamina_tracing_core.mesh import AxisType
 from lamina_tracing_core import ad, batching
 from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.ad_util import Zero

@@ -34,10 +34,12 @@ import numpy as np
 from lamina_tracing_core import dtypes
 from lamina_tracing_core.avals import (ShapedArray, canonicalize_axis, canonicalize_shape,
                                        check_shape_size, get_aval)
-from lamina_tracing_core.core import staging
+from lamina_tracing_core.core import Tracer, staging
+from lamina_tracing_core.mesh import AbstractMesh, TypeSharding
 from lamina_tracing_core.jaxpr import hide_default_params, param_printers
 from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules, transpose_rules
 from lamina_tracing_core import sharding_in_types as sit
+from lamina_tracing_core.out_sharding import param_type_sharding, resolve_out_sharding
 from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.symbolic import Zero, is_undefined_primal, is_zero, tangent_aval
 
@@ -177,7 +179,7 @@ _FOLDABLE = (bool, int, float, complex, np.generic, np.ndarray)
 
 # --- convert_element_type --------------------------------------------------------
 convert_element_type_p = Primitive("convert_element_type")
-sit.register(convert_element_type_p, sit.same_as_first)
+sit.register(convert_element_type_p, sit.given_or_first)
 _VALID_DTYPES = dtypes.ANY | {dtypes.float0}
 
 
@@ -353,7 +355,10 @@ def _broadcast_in_dim_abstract_eval(operand: ShapedArray, *, shape: Shape,
         raise TypeError("broadcast_in_dim broadcast_dimensions must be strictly increasing; "
                         f"got broadcast_dimensions {broadcast_dimensions}")
     check_shape_size(shape, operand.dtype, "broadcast_in_dim")
-    return ShapedArray(shape, operand.dtype, operand.weak_type)
+    # A `sharding` parameter is the result's (JAX's rule); the sharding rule
+    # runs only for sharded operands, so a creation op's type comes from here.
+    return ShapedArray(shape, operand.dtype, operand.weak_type,
+                       sharding=param_type_sharding(sharding, shape, "broadcast_in_dim"))
 
 
 def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
@@ -430,7 +435,9 @@ def _reshape_abstract_eval(operand: ShapedArray, *, new_sizes: Shape,
         raise TypeError("reshape dimensions must be a permutation of operand dimensions, "
                         f"got dimensions {dimensions} for shape {operand.shape}.")
     check_shape_size(new_sizes, operand.dtype, "reshape", "new_sizes")
-    return ShapedArray(new_sizes, operand.dtype, operand.weak_type)
+    # as broadcast_in_dim's: an unsharded operand's result is split as `sharding` says
+    return ShapedArray(new_sizes, operand.dtype, operand.weak_type,
+                       sharding=param_type_sharding(sharding, new_sizes, "reshape"))
 
 
 def reshape(operand: ArrayLike, new_sizes: Sequence[int],
@@ -533,12 +540,42 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: Any = None, *,
         weak, dtype = False, dtypes.canonicalize_dtype(dtype)
     check_shape_size(shape, dtype, "full")
     value = _fill_scalar(fill_value, dtype, weak)
-    return broadcast_in_dim(value, shape, (), out_sharding=sharding)
+    return broadcast_in_dim(value, shape, (), out_sharding=_full_sharding(sharding, shape))
+
+
+def _full_sharding(sharding: Any, shape: Shape) -> TypeSharding | None:
+    """The result type's sharding from ``full``'s ``sharding``, as JAX's: a
+    type sharding as it is; a sharding over a concrete mesh splits the eager
+    result but is ignored while tracing; one without a spec (a single device)
+    says nothing about the type."""
+    if sharding is None or isinstance(sharding, TypeSharding):
+        return sharding
+    if not hasattr(sharding, "spec"):
+        return None
+    if not isinstance(getattr(sharding, "mesh", None), AbstractMesh) and staging():
+        return None
+    return resolve_out_sharding(sharding, shape, "lax.full", "sharding")
+
+
+def _like_sharding(x: ArrayLike, aval: ShapedArray, fill_shape: Shape, shape_given: bool,
+                   weak: bool) -> TypeSharding | None:
+    """The sharding ``full_like`` copies from ``x`` when given none, as JAX's:
+    a traced ``x``'s type sharding unless a ``shape`` is given; an eager
+    ``x``'s when the result has its shape and is not weakly typed (while
+    tracing, a concrete ``x``'s sharding is a concrete one, which is ignored)."""
+    if aval.sharding is None:
+        return None
+    if isinstance(x, Tracer):
+        return None if shape_given else aval.sharding
+    if staging() or weak or fill_shape != aval.shape:
+        return None
+    return aval.sharding
 
 
 def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: Any = None,
               shape: Sequence[int] | None = None, sharding: Any = None) -> Array:
-    """An array like ``x`` (or of ``shape``/``dtype``) filled with ``fill_value``."""
+    """An array like ``x`` (or of ``shape``/``dtype``) filled with ``fill_value``;
+    split as ``sharding`` says, else like ``x`` (see ``_like_sharding``)."""
     aval = get_aval(x)
     fill_shape = aval.shape if shape is None else canonicalize_shape(shape)
     weak = dtype is None and aval.weak_type
@@ -546,7 +583,9 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: Any = None,
     if dtype == dtypes.float0:
         return np.zeros(fill_shape, dtypes.float0)
     value = _fill_scalar(fill_value, dtype, weak)
-    return broadcast_in_dim(value, fill_shape, (), out_sharding=sharding)
+    typed = (_like_sharding(x, aval, fill_shape, shape is not None, weak) if sharding is None
+             else _full_sharding(sharding, fill_shape))
+    return broadcast_in_dim(value, fill_shape, (), out_sharding=typed)
 
 
 def zeros_like_array(x: ArrayLike) -> Array:

@@ -15,12 +15,20 @@ the others (the compiler then lays them out; values are unaffected).
 
 The generic rules here: ``elementwise`` (operands of one shape: per dimension
 the operands' axes must agree, unsharded operands follow), ``same_as_first``,
-``reduction`` (the reduced dimensions drop out), ``broadcast_in_dim``,
-``transpose`` and ``dot_general``.
+``given_or_first``, ``reduction`` (the reduced dimensions drop out),
+``broadcast_in_dim``, ``transpose``, ``dot_general``, ``squeeze``,
+``concatenate``, ``reshape`` and ``varying_out_shape`` (slices and pads); the
+rules of single primitives live beside them. Messages are JAX 0.10.2's.
+
+Where JAX compares an operand that is replicated over the mesh with a
+sharded one (``concatenate``, ``select_n``, ``sort``), lamina lets the
+unsharded operand through: its type carries no sharding, so it cannot be
+told from a constant, which JAX lets through.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,8 +39,8 @@ from lamina_tracing_core.primitives import Primitive
 __all__ = ["ShardingTypeError", "sharding_rules", "register", "apply_rule", "elementwise",
            "same_as_first", "reduction", "broadcast_in_dim", "transpose", "dot_general",
            "any_sharded", "user_spec", "spec_of", "TypeSharding", "types_sharded", "squeeze",
-           "concatenate", "reshape",
-           "keep_unchanged"]
+           "concatenate", "reshape", "varying_out_shape", "given_or_first", "split_count",
+           "partition", "partitions", "sharding_repr"]
 
 Rule = Callable[..., list[TypeSharding | None]]
 sharding_rules: dict[Primitive, Rule] = {}
@@ -66,34 +74,73 @@ def apply_rule(prim: Primitive, in_avals: Sequence[ShapedArray], out: Any,
         shardings = rule(*in_avals, **params)
     for s, aval in zip(shardings, outs):
         if s is not None:
-            _check_legal(prim, s, aval)
+            _check_legal(prim, s, aval, in_avals)
     fixed = [aval.update(sharding=s) if s != aval.sharding else aval
              for s, aval in zip(shardings, outs)]
     return fixed if prim.multiple_results else fixed[0]
 
 
-def _check_legal(prim: Primitive, s: TypeSharding, aval: ShapedArray) -> None:
+def _check_legal(prim: Primitive, s: TypeSharding, aval: ShapedArray,
+                 in_avals: Sequence[ShapedArray]) -> None:
+    """A result splits each mesh axis at most once (a ``ShardingTypeError``
+    naming the operands, as JAX's) and each dimension evenly (a ``ValueError``,
+    JAX's message for a sharding that does not fit its shape)."""
     used = [a for axes in s.spec for a in axes]
     if len(set(used)) != len(used):
-        shown = aval.update(sharding=s).str_long()
-        raise ShardingTypeError(f"{prim.name} produces an illegally sharded result: {shown}")
-    sizes = s.mesh.shape
-    for d, axes in enumerate(s.spec):
-        count = 1
-        for a in axes:
-            count *= sizes[a]
-        if d < aval.ndim and aval.shape[d] % count:
+        if prim.multiple_results:
+            # JAX lets its DuplicateSpecError through for these
+            dup = next(a for a in used if used.count(a) > 1)
             raise ShardingTypeError(
-                f"{prim.name}: dimension {d} of the result ({aval.shape[d]}) is not divisible "
-                f"by {count}, the size of the axes {axes} it would be split over")
+                "A single NamedSharding spec specification can map every mesh axis to at "
+                f"most one positional dimension, but {s.partition_spec_str()} has duplicate "
+                f"entries for `{dup}`")
+        ins = ", ".join(a.str_short() for a in in_avals)
+        raise ShardingTypeError(
+            f"{prim.name} operation with inputs: {ins} produces an illegally sharded "
+            f"result: {aval.update(sharding=s).str_short()}")
+    for d, axes in enumerate(s.spec):
+        count = split_count(s.mesh, axes)
+        if d < aval.ndim and aval.shape[d] % count:
+            raise ValueError(
+                f"Sharding spec {axes} implies that array axis {d} is partitioned {count} "
+                f"times, but does not evenly divide the dimension size {aval.shape[d]}. Got "
+                f"shape: {aval.shape} and sharding {s!r}")
+
+
+def split_count(mesh: Any, axes: Sequence[str]) -> int:
+    """How many pieces the mesh ``axes`` split a dimension into."""
+    count = 1
+    for a in axes:
+        count *= mesh.shape[a]
+    return count
+
+
+def partition(axes: tuple[str, ...]) -> Any:
+    """One dimension's entry of a ``PartitionSpec`` as JAX keeps it: None, an
+    axis name, or a tuple of names."""
+    return None if not axes else axes[0] if len(axes) == 1 else axes
+
+
+def partitions(aval: ShapedArray) -> tuple[Any, ...]:
+    """``aval``'s ``PartitionSpec`` entries, one per dimension (JAX's
+    ``spec.partitions``, which its messages print)."""
+    return tuple(partition(axes) for axes in spec_of(aval))
+
+
+def sharding_repr(aval: ShapedArray, mesh: Any) -> str:
+    """``aval``'s sharding as JAX prints it, replicated over ``mesh`` when its
+    type carries none."""
+    s = aval.sharding if aval.sharding is not None else TypeSharding(mesh, spec_of(aval))
+    return repr(s)
 
 
 def _mesh_of(avals: Sequence[ShapedArray]) -> Any:
-    meshes = {a.sharding.mesh for a in avals if a.sharding is not None}
-    if len(meshes) > 1:
-        raise ShardingTypeError(f"operands are sharded over different meshes: "
-                                f"{sorted(map(repr, meshes))}")
-    return next(iter(meshes))
+    meshes = [a.sharding.mesh for a in avals if a.sharding is not None]
+    for m in meshes[1:]:
+        if m != meshes[0]:
+            raise ShardingTypeError(f"Mesh for all inputs should be equal. Got one mesh: "
+                                    f"{meshes[0]} and another mesh: {m}")
+    return meshes[0]
 
 
 def spec_of(aval: ShapedArray) -> tuple[tuple[str, ...], ...]:
@@ -110,7 +157,7 @@ def _make(mesh: Any, spec: Sequence[tuple[str, ...]]) -> TypeSharding | None:
 
 def elementwise(name: str) -> Rule:
     """Operands of one shape (scalars broadcast): per dimension, the sharded
-    operands must agree."""
+    operands must agree; an unsharded operand follows the others."""
     def rule(*avals: ShapedArray, **_: Any) -> list[TypeSharding | None]:
         mesh = _mesh_of(avals)
         ndim = max(a.ndim for a in avals)
@@ -120,11 +167,9 @@ def elementwise(name: str) -> Rule:
                 continue
             for d, axes in enumerate(spec_of(a)):
                 if axes and spec[d] and axes != spec[d]:
+                    shown = ", ".join(str(partitions(x)) for x in avals if x.ndim)
                     raise ShardingTypeError(
-                        f"{name} operation with inputs: "
-                        f"{', '.join(x.str_long() for x in avals)} produces an illegally "
-                        f"sharded result: dimension {d} is split over {spec[d]} in one operand "
-                        f"and over {axes} in another")
+                        f"{name} got incompatible shardings for broadcasting: {shown}.")
                 if axes:
                     spec[d] = axes
         return [_make(mesh, spec)]
@@ -132,6 +177,14 @@ def elementwise(name: str) -> Rule:
 
 
 def same_as_first(*avals: ShapedArray, **_: Any) -> list[TypeSharding | None]:
+    return [avals[0].sharding]
+
+
+def given_or_first(*avals: ShapedArray, sharding: Any = None,
+                   **_: Any) -> list[TypeSharding | None]:
+    """The ``sharding`` parameter when set, else the first operand's."""
+    if sharding is not None:
+        return [user_spec(sharding, _mesh_of(avals), avals[0].ndim)]
     return [avals[0].sharding]
 
 
@@ -144,14 +197,18 @@ def reduction(*avals: ShapedArray, axes: Sequence[int], **_: Any) -> list[TypeSh
 
 
 def broadcast_in_dim(*avals: ShapedArray, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int], **_: Any) -> list[TypeSharding | None]:
+                     broadcast_dimensions: Sequence[int], sharding: Any = None,
+                     **_: Any) -> list[TypeSharding | None]:
+    """The ``sharding`` parameter when set; else each operand dimension keeps
+    its axes where it lands, the new dimensions are not split."""
     x = avals[0]
+    if sharding is not None:
+        return [user_spec(sharding, _mesh_of(avals), len(shape))]
     if x.sharding is None:
         return [None]
     spec: list[tuple[str, ...]] = [()] * len(shape)
     for src, dst in enumerate(broadcast_dimensions):
-        if x.shape[src] == shape[dst]:
-            spec[dst] = spec_of(x)[src]
+        spec[dst] = spec_of(x)[src]
     return [_make(x.sharding.mesh, spec)]
 
 
@@ -166,8 +223,13 @@ def transpose(*avals: ShapedArray, permutation: Sequence[int],
 
 def user_spec(sharding: Any, mesh: Any, ndim: int) -> TypeSharding | None:
     """A user's ``out_sharding`` (a ``PartitionSpec`` or a sharding with a
-    ``spec``) as a type sharding over ``mesh``."""
+    ``spec``) as a type sharding over ``mesh``; None for a sharding without
+    a spec (a single device's), which leaves the type unsplit as in JAX."""
+    if isinstance(sharding, TypeSharding):
+        return sharding if any(sharding.spec) else None
     spec = getattr(sharding, "spec", sharding)
+    if not isinstance(spec, tuple):
+        return None
     dims = [() if e is None else (e,) if isinstance(e, str) else tuple(e) for e in spec]
     dims += [()] * (ndim - len(dims))
     explicit = set(mesh.explicit_axes)
@@ -185,24 +247,30 @@ def dot_general(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers: Any,
         ndim = len(lb) + lhs.ndim - len(lc) - len(lb) + rhs.ndim - len(rc) - len(rb)
         return [user_spec(out_sharding, mesh, ndim)]
     ls, rs = spec_of(lhs), spec_of(rhs)
-    lc_spec = tuple(ls[d] for d in lc)
-    rc_spec = tuple(rs[d] for d in rc)
+    _agree([ls[d] for d in lb], [rs[d] for d in rb],
+           "dot_general requires lhs batch dimensions and rhs batch dimensions to have "
+           "the consistent sharding")
+    lc_spec, rc_spec = [ls[d] for d in lc], [rs[d] for d in rc]
+    _agree(lc_spec, rc_spec,
+           "dot_general requires contracting dimensions to have consistent sharding")
     if any(a and b for a, b in zip(lc_spec, rc_spec)):
         raise ShardingTypeError(
             "Contracting dimensions are sharded and it is ambiguous how the output should be "
-            "sharded. Please specify the output sharding via the `out_sharding` parameter "
-            "(or reshard an operand). Got lhs_contracting_spec="
-            f"{_spec_tuple(lc_spec)} and rhs_contracting_spec={_spec_tuple(rc_spec)}")
-    batch = []
-    for dl, dr in zip(lb, rb):
-        if ls[dl] and rs[dr] and ls[dl] != rs[dr]:
-            raise ShardingTypeError(
-                f"dot_general batch dimensions are sharded differently: {ls[dl]} in the lhs "
-                f"and {rs[dr]} in the rhs")
-        batch.append(ls[dl] or rs[dr])
+            "sharded. Please specify the output sharding via the `out_sharding` parameter. "
+            f"Got lhs_contracting_spec={_spec_tuple(lc_spec)} and "
+            f"rhs_contracting_spec={_spec_tuple(rc_spec)}")
+    # JAX takes the batch dimensions' axes from the lhs alone
+    batch = [ls[d] for d in lb]
     free_l = [ls[d] for d in range(lhs.ndim) if d not in lc and d not in lb]
     free_r = [rs[d] for d in range(rhs.ndim) if d not in rc and d not in rb]
     return [_make(mesh, batch + free_l + free_r)]
+
+
+def _agree(left: Sequence[tuple[str, ...]], right: Sequence[tuple[str, ...]],
+           what: str) -> None:
+    """Paired dimensions split on both sides must be split alike."""
+    if any(a and b and a != b for a, b in zip(left, right)):
+        raise ShardingTypeError(f"{what}, got {_spec_tuple(left)} and {_spec_tuple(right)}.")
 
 
 def squeeze(x: ShapedArray, *, dimensions: Sequence[int], **_: Any
@@ -212,74 +280,192 @@ def squeeze(x: ShapedArray, *, dimensions: Sequence[int], **_: Any
     return [_make(x.sharding.mesh, [s for d, s in enumerate(spec_of(x)) if d not in dimensions])]
 
 
-def concatenate(*avals: ShapedArray, dimension: int, **_: Any) -> list[TypeSharding | None]:
-    """The operands' agreeing shardings; the joined dimension is not split."""
-    mesh = _mesh_of(avals)
-    ndim = avals[0].ndim
-    spec: list[tuple[str, ...]] = [()] * ndim
-    for a in avals:
-        for d, axes in enumerate(spec_of(a)):
-            if d == dimension or not axes:
-                continue
-            if spec[d] and axes != spec[d]:
+def concatenate(*avals: ShapedArray, **_: Any) -> list[TypeSharding | None]:
+    """The sharded operands' common sharding, the joined dimension included.
+
+    An operand whose type carries no sharding is let through: lamina cannot
+    tell a replicated array on the mesh (which JAX refuses here) from a
+    constant (which JAX accepts)."""
+    sharded = [a.sharding for a in avals if a.sharding is not None]
+    if any(s != sharded[0] for s in sharded):
+        mesh = _mesh_of(avals)
+        shown = ", ".join(sharding_repr(a, mesh) for a in avals)
+        raise ShardingTypeError(
+            f"All operands should have the same sharding. Got shardings {shown}")
+    return [sharded[0] if sharded else None]
+
+
+def varying_out_shape(name: str) -> Rule:
+    """Slices and pads: the operand's sharding, provided each resized split
+    dimension still divides evenly (JAX does not move data between shards
+    here; ``name`` is the word its message uses)."""
+    def rule(outs: list[ShapedArray], x: ShapedArray, *_: ShapedArray,
+             **__: Any) -> list[TypeSharding | None]:
+        if x.sharding is None:
+            return [None]
+        out_shape = outs[0].shape
+        for n_in, n_out, axes in zip(x.shape, out_shape, spec_of(x)):
+            count = split_count(x.sharding.mesh, axes)
+            if n_in != n_out and axes and n_out % count:
                 raise ShardingTypeError(
-                    f"concatenate operands are split differently along dimension {d}: "
-                    f"{spec[d]} and {axes}")
-            spec[d] = axes
-    return [_make(mesh, spec)]
+                    f"{name} on sharded dims where out dim ({n_out}) is not divisible by "
+                    f"mesh axes ({count}) with spec ({partition(axes)}) is not implemented. "
+                    f"Got input type={x.str_short()} and output shape={out_shape}")
+        return [x.sharding]
+    _RESULT_AWARE.add(rule)
+    return rule
 
 
-def reshape(outs: list[ShapedArray], x: ShapedArray, *, sharding: Any = None,
-            **_: Any) -> list[TypeSharding | None]:
-    """A split dimension keeps its axes where it stays the major part of an
-    output dimension of the same start (merging it as the major dimension or
-    splitting it with its axes on the major part); otherwise ambiguous unless
-    the reshape's ``sharding`` says what the result is."""
+def reshape(x: ShapedArray, *, new_sizes: Sequence[int], dimensions: Sequence[int] | None,
+            sharding: Any = None, **_: Any) -> list[TypeSharding | None]:
+    """JAX's reshape rule. The ``sharding`` parameter when set; else, when
+    only unit dimensions come or go, the other dimensions keep their axes in
+    order; when one dimension is split into several (or several merged into
+    one), its axes are dealt out major-first over the pieces, each piece
+    taking whole axes that divide it. Anything else, or a split/merged
+    dimension that is sharded under a transposing ``dimensions``, is a
+    ``ShardingTypeError`` asking for ``out_sharding``."""
     if x.sharding is None:
         return [None]
+    mesh, spec, new = x.sharding.mesh, spec_of(x), tuple(new_sizes)
     if sharding is not None:
-        return [user_spec(sharding, x.sharding.mesh, outs[0].ndim)]
-    out_shape = outs[0].shape
-    sizes = x.sharding.mesh.shape
-    spec: list[tuple[str, ...]] = [()] * len(out_shape)
-    starts_out: dict[int, int] = {}
-    prod = 1
-    for j, n in enumerate(out_shape):
-        starts_out.setdefault(prod, j)
-        prod *= n
-    prod = 1
-    for d, (n, axes) in enumerate(zip(x.shape, spec_of(x))):
-        if axes:
-            count = 1
-            for a in axes:
-                count *= sizes[a]
-            j = starts_out.get(prod, len(out_shape))
-            while j < len(out_shape) and out_shape[j] == 1 and n != 1:
-                j += 1
-            if j >= len(out_shape) or out_shape[j] % count:
-                raise ShardingTypeError(
-                    f"reshape of {x.str_long()} to {list(out_shape)}: dimension {d}, split "
-                    f"over {axes}, does not stay the major part of an output dimension "
-                    f"divisible by {count}; reshard it first")
-            spec[j] = axes
-        prod *= n
-    return [_make(x.sharding.mesh, spec)]
+        return [user_spec(sharding, mesh, len(new))]
+    try:
+        if [n for n in x.shape if n != 1] == [n for n in new if n != 1]:
+            kept = iter(axes for n, axes in zip(x.shape, spec) if n != 1)
+            return [_make(mesh, [() if n == 1 else next(kept) for n in new])]
+        split = _one_dim_regrouped(x.shape, new)
+        if split is not None:
+            return [_make(mesh, _split_spec(mesh, spec, split, dimensions))]
+        merge = _one_dim_regrouped(new, x.shape)
+        if merge is not None:
+            return [_make(mesh, _merge_spec(mesh, spec, merge, dimensions))]
+    except _Unsupported:
+        pass
+    raise ShardingTypeError(
+        "This reshape is not supported. Please specify the sharding of the output via the "
+        "`out_sharding` argument of jax.lax.reshape. Got operand type: "
+        f"{x}, new sizes: {new}")
 
 
-def keep_unchanged(outs: list[ShapedArray], x: ShapedArray, *_: ShapedArray,
-                   **__: Any) -> list[TypeSharding | None]:
-    """Slices, pads, reversals: dimensions that keep their size keep their
-    axes; a resized dimension is not split in the result."""
-    if x.sharding is None or outs[0].ndim != x.ndim:
-        return [None]
-    return [_make(x.sharding.mesh, [axes if n_in == n_out else ()
-                                    for axes, n_in, n_out in zip(spec_of(x), x.shape,
-                                                                 outs[0].shape)])]
+class _Unsupported(Exception):
+    """A reshape whose result sharding JAX does not derive."""
+
+
+def _one_dim_regrouped(src: tuple[int, ...], dst: tuple[int, ...]
+                       ) -> list[int | list[int]] | None:
+    """How ``dst`` (of more dimensions) splits exactly one dimension of
+    ``src``: per dimension of ``src``, its size where it carries over whole,
+    or the run of ``dst`` sizes it becomes. None when ``dst`` is not made
+    that way; ``_Unsupported`` when two dimensions would be split. Common
+    trailing unit dimensions are set aside first, and a run takes the unit
+    dimensions that follow it (JAX's matching, kept so results agree)."""
+    if len(dst) <= len(src):
+        return None
+    trailing = 0
+    while trailing < len(src) and src[-1 - trailing] == 1 and dst[-1 - trailing] == 1:
+        trailing += 1
+    src, dst = src[:len(src) - trailing], dst[:len(dst) - trailing]
+    groups: list[int | list[int]] = []
+    i = j = 0
+    while j < len(dst):
+        if i >= len(src):
+            raise _Unsupported
+        if src[i] == dst[j]:
+            groups.append(src[i])
+        elif any(isinstance(g, list) for g in groups):
+            raise _Unsupported
+        else:
+            run, j = _run_for(src, dst, i, j)
+            if run is None:
+                return None
+            groups.append(run)
+        i += 1
+        j += 1
+    if len(groups) != len(src):
+        raise _Unsupported
+    return groups + [1] * trailing
+
+
+def _run_for(src: tuple[int, ...], dst: tuple[int, ...], i: int, j: int
+             ) -> tuple[list[int] | None, int]:
+    """The run of ``dst`` sizes from ``j`` whose product is ``src[i]`` (and
+    the index of its last element); None when the sizes overshoot or end."""
+    run = [dst[j]]
+    while math.prod(run) != src[i] or (j + 1 < len(dst) and dst[j + 1] == 1):
+        if math.prod(run) > src[i]:
+            return None, j
+        if math.prod(run) == src[i] and i + 1 < len(src) and dst[j + 1] == src[i + 1]:
+            break
+        j += 1
+        if j >= len(dst):
+            return None, j
+        run.append(dst[j])
+    return run, j
+
+
+def _deal(mesh: Any, axes: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, ...]]:
+    """``axes`` dealt out in order over dimensions of ``sizes``: each takes
+    axes while it is still split further, each axis dividing what is left."""
+    pending = list(axes)
+    out = []
+    for size in sizes:
+        taken: list[str] = []
+        while size > 1 and pending:
+            size, rest = divmod(size, mesh.shape[pending[0]])
+            if rest:
+                raise _Unsupported
+            taken.append(pending.pop(0))
+        out.append(tuple(taken))
+    if pending:
+        raise _Unsupported
+    return out
+
+
+def _split_spec(mesh: Any, spec: Sequence[tuple[str, ...]], groups: list[int | list[int]],
+                dimensions: Sequence[int] | None) -> list[tuple[str, ...]]:
+    """Result axes for a reshape splitting the one dimension that ``groups``
+    lists as a run."""
+    out: list[tuple[str, ...]] = []
+    for group, axes in zip(groups, spec):
+        if not isinstance(group, list):
+            out.append(axes)
+        elif not axes:
+            out.extend([()] * len(group))
+        elif dimensions is None:
+            out.extend(_deal(mesh, axes, group))
+        else:
+            raise _Unsupported
+    return out
+
+
+def _merge_spec(mesh: Any, spec: Sequence[tuple[str, ...]], groups: list[int | list[int]],
+                dimensions: Sequence[int] | None) -> list[tuple[str, ...]]:
+    """Result axes for a reshape merging the operand dimensions that
+    ``groups`` (one entry per result dimension) lists as a run."""
+    pending = iter(spec)
+    out: list[tuple[str, ...]] = []
+    for group in groups:
+        if not isinstance(group, list):
+            out.append(next(pending))
+            continue
+        merged = [next(pending) for _ in group]
+        if not any(merged):
+            out.append(())
+            continue
+        # the merged dimensions' axes, major first, up to the last split one:
+        # an unsplit dimension before a split one cannot be expressed
+        while not merged[-1]:
+            merged.pop()
+        if dimensions is not None or not all(merged):
+            raise _Unsupported
+        out.extend(_deal(mesh, [a for axes in merged for a in axes], [math.prod(group)]))
+    return out
 
 
 #: Rules that also take the result types (first argument).
-_RESULT_AWARE = {reshape, keep_unchanged}
+_RESULT_AWARE: set[Rule] = set()
 
 
 def _spec_tuple(spec: Sequence[tuple[str, ...]]) -> tuple[Any, ...]:
-    return tuple(None if not axes else axes[0] if len(axes) == 1 else axes for axes in spec)
+    return tuple(partition(axes) for axes in spec)

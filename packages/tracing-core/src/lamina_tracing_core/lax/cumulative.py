@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.lax import common, helpers
 from lamina_tracing_core.lax import elementwise as ew
@@ -42,7 +43,18 @@ def _cumulative(name: str, accepted: frozenset[np.dtype[Any]]) -> Primitive:
 
     prim.def_abstract_eval(abstract_eval)
     batching_rules[prim] = batch
+    sit.register(prim, _cumulative_sharding)
     return prim
+
+
+def _cumulative_sharding(x: ShapedArray, *, axis: int, reverse: bool
+                         ) -> list[sit.TypeSharding | None]:
+    """The operand's sharding; the scanned axis must not be split (a scan
+    across shards would need communication JAX does not insert)."""
+    if sit.spec_of(x)[axis]:
+        raise sit.ShardingTypeError("Input should be unsharded over the axis being reduced. "
+                                    f"Got input type={x} and axis={axis}")
+    return [x.sharding]
 
 
 cumsum_p = _cumulative("cumsum", common.NUM)

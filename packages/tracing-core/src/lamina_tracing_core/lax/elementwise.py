@@ -584,7 +584,28 @@ def operator_index(v: Any) -> int:
 
 # --- select_n and clamp ------------------------------------------------------------
 select_n_p = Primitive("select_n")
-sit.register(select_n_p, sit.elementwise("select_n"))
+
+
+def _select_n_sharding(which: ShapedArray, *cases: ShapedArray
+                       ) -> list[sit.TypeSharding | None]:
+    """The sharded cases' common sharding; a non-scalar sharded ``which``
+    must be split as they are (unsharded operands are let through, as in
+    ``sit.concatenate``)."""
+    sharded = [c.sharding for c in cases if c.sharding is not None]
+    if not sharded:
+        return [None]
+    mesh = sharded[0].mesh
+    if any(s != sharded[0] for s in sharded):
+        shown = ", ".join(sit.sharding_repr(c, mesh) for c in cases)
+        raise sit.ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
+    if which.ndim and which.sharding is not None and which.sharding != sharded[0]:
+        raise sit.ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which` "
+            f"sharding {which.sharding!r} but case sharding {sit.sharding_repr(cases[0], mesh)}.")
+    return [sharded[0]]
+
+
+sit.register(select_n_p, _select_n_sharding)
 
 
 def _select_n_abstract_eval(which: ShapedArray, *cases: ShapedArray) -> ShapedArray:
@@ -687,7 +708,15 @@ transpose_rules[select_n_p] = _select_n_transpose
 batching_rules[select_n_p] = _select_n_batch
 
 clamp_p = Primitive("clamp")
-sit.register(clamp_p, sit.elementwise("clamp"))
+
+
+def _clamp_sharding(lo: ShapedArray, x: ShapedArray, hi: ShapedArray
+                    ) -> list[sit.TypeSharding | None]:
+    """The operand's sharding, whatever the bounds' (JAX's rule)."""
+    return [x.sharding]
+
+
+sit.register(clamp_p, _clamp_sharding)
 
 
 def _clamp_abstract_eval(min: ShapedArray, operand: ShapedArray,

@@ -222,6 +222,42 @@ def _gather_abstract_eval(operand: ShapedArray, indices: ShapedArray, *,
     return ShapedArray(shape, operand.dtype, operand.weak_type)
 
 
+def _gather_sharding(operand: ShapedArray, indices: ShapedArray, *,
+                     dimension_numbers: GatherDimensionNumbers,
+                     slice_sizes: tuple[int, ...], **_: Any) -> list[sit.TypeSharding | None]:
+    """JAX's gather rule: the window dimensions keep the operand's axes and
+    the batch dimensions the indices'. Unambiguous only when every indexed
+    operand dimension is taken whole or not split, paired batch dimensions
+    are not split differently, and the indices are split over batch
+    dimensions alone; otherwise a ``ShardingTypeError`` (the gather would
+    need communication, or the result's layout is a choice)."""
+    dn = dimension_numbers
+    ospec, ispec = sit.spec_of(operand), list(sit.spec_of(indices))
+    pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    resolvable = (
+        all(slice_sizes[d] == operand.shape[d] or not ospec[d] for d in dn.start_index_map)
+        and all(not ospec[o] or not ispec[i] or ospec[o] == ispec[i] for o, i in pairs)
+        and all(not axes for d, axes in enumerate(ispec)
+                if d not in dn.start_indices_batching_dims))
+    if not resolvable:
+        raise sit.ShardingTypeError(
+            "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+            "indexing as out sharding could not be resolved unambiguously (or would require "
+            f"collectives on inputs). Got operand={operand!r}, indices={indices!r}")
+    for o, i in pairs:
+        ispec[i] = ispec[i] or ospec[o]
+    window = iter(d for d in range(operand.ndim)
+                  if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims)
+    batch = iter(ispec)
+    out_rank = len(dn.offset_dims) + indices.ndim - 1
+    spec = [ospec[next(window)] if k in dn.offset_dims else next(batch) for k in range(out_rank)]
+    mesh = (operand.sharding or indices.sharding).mesh  # type: ignore[union-attr]
+    return [sit.TypeSharding(mesh, tuple(spec)) if any(spec) else None]
+
+
+sit.register(gather_p, _gather_sharding)
+
+
 def default_fill_value(dtype: np.dtype[Any]) -> Any:
     """What a FILL_OR_DROP gather writes for out-of-bounds windows by default."""
     if dtype in common.INEXACT:
@@ -783,7 +819,7 @@ for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_mi
 
 # --- dynamic_slice / dynamic_update_slice -------------------------------------------------
 dynamic_slice_p = Primitive("dynamic_slice")
-sit.register(dynamic_slice_p, sit.keep_unchanged)
+sit.register(dynamic_slice_p, sit.varying_out_shape("dynamic_slice"))
 
 
 def _check_start_indices(name: str, operand: ShapedArray,
@@ -936,6 +972,32 @@ transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
 batching_rules[dynamic_slice_p] = _dynamic_slice_batch
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
+
+
+def _dynamic_update_slice_sharding(operand: ShapedArray, update: ShapedArray,
+                                   *_: ShapedArray) -> list[sit.TypeSharding | None]:
+    """The operand's sharding, which the update's must equal (JAX's rule; an
+    unsharded update counts as replicated over the operand's mesh)."""
+    if operand.sharding != update.sharding:
+        mesh = (operand.sharding or update.sharding).mesh  # type: ignore[union-attr]
+        raise sit.ShardingTypeError(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            f"operand sharding {_with_axis_types(operand, mesh)} and update sharding "
+            f"{_with_axis_types(update, mesh)}.")
+    return [operand.sharding]
+
+
+def _with_axis_types(aval: ShapedArray, mesh: Any) -> str:
+    """``float32[8@x,4]({Explicit: ('x', 'y')})``: the type and its mesh's
+    axes by type, as JAX's messages show an operand."""
+    by_type: dict[Any, list[str]] = {}
+    for name, kind in zip(mesh.axis_names, mesh.axis_types):
+        by_type.setdefault(kind, []).append(name)
+    shown = ", ".join(f"{kind!r}: {tuple(names)}" for kind, names in by_type.items())
+    return f"{aval.str_long()}({{{shown}}})"
+
+
+sit.register(dynamic_update_slice_p, _dynamic_update_slice_sharding)
 
 
 @dynamic_update_slice_p.def_abstract_eval

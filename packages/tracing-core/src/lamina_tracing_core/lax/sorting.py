@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
+from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.lax import common, elementwise, helpers, indexing
 from lamina_tracing_core.lax import structural as st
@@ -23,6 +24,26 @@ from lamina_tracing_core.primitives import Primitive, batching_rules, jvp_rules
 Array = Any
 
 sort_p = Primitive("sort", multiple_results=True)
+
+
+def _sort_sharding(*avals: ShapedArray, dimension: int, **_: Any
+                   ) -> list[sit.TypeSharding | None]:
+    """Every result has the sharded operands' common sharding, which must
+    leave the sorted dimension whole (an unsharded operand is let through, as
+    in ``sit.concatenate``)."""
+    sharded = [a.sharding for a in avals if a.sharding is not None]
+    for s in sharded:
+        if dimension < len(s.spec) and s.spec[dimension]:
+            raise sit.ShardingTypeError(
+                "Arguments to sort must be unsharded over the sorting dimension. "
+                f"Got arg sharding={s!r} and sorting dimension={dimension}")
+        if s != sharded[0]:
+            raise sit.ShardingTypeError("Arguments to sort must have equal shardings, got: "
+                                        f"{' '.join(repr(t) for t in sharded)}")
+    return [sharded[0] if sharded else None] * len(avals)
+
+
+sit.register(sort_p, _sort_sharding)
 
 
 @sort_p.def_abstract_eval

@@ -38,6 +38,7 @@ from lamina_tracing_core.lax.common import ArrayLike, Shape
 from lamina_tracing_core.lax.helpers import defvectorized
 from lamina_tracing_core.primitives import Primitive, batching_rules
 from lamina_tracing_core import sharding_in_types as sit
+from lamina_tracing_core.out_sharding import param_type_sharding, resolve_out_sharding
 
 Array = Any
 
@@ -59,23 +60,32 @@ def _iota_abstract_eval(*, dtype: Any, shape: Shape, dimension: int,
         raise ValueError("iota dimension must be between 0 and len(shape), got "
                          f"dimension={dimension} for shape={shape}")
     check_shape_size(shape, dtype, "iota")
-    return ShapedArray(shape, dtype, False)
+    # iota has no operand: its `sharding` parameter alone says how the result is split
+    return ShapedArray(shape, dtype, False,
+                       sharding=param_type_sharding(sharding, shape, "iota"))
 
 
 def iota(dtype: Any, size: int, *, sharding: Any = None) -> Array:
-    """``[0, 1, ..., size-1]`` of ``dtype``."""
+    """``[0, 1, ..., size-1]`` of ``dtype``; ``sharding`` (lamina's; JAX's
+    ``lax.iota`` has none) as ``broadcasted_iota``'s ``out_sharding``."""
     dtype = dtypes.canonicalize_dtype(dtype)
     size = operator.index(size)
-    return iota_p.bind(dtype=dtype, shape=(size,), dimension=0, sharding=sharding)
+    typed = resolve_out_sharding(sharding, (size,), "lax.iota", "sharding")
+    return iota_p.bind(dtype=dtype, shape=(size,), dimension=0, sharding=typed)
 
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
-                     sharding: Any = None) -> Array:
-    """An array of ``shape`` whose values count along ``dimension``."""
+                     out_sharding: Any = None, sharding: Any = None) -> Array:
+    """An array of ``shape`` whose values count along ``dimension``, split as
+    ``out_sharding`` says (a ``PartitionSpec`` over the current mesh or a
+    ``NamedSharding``; ``sharding`` is its older lamina name)."""
     shape = common.canonicalize_shape(shape, "broadcasted_iota")
     dimension = common.canonicalize_axis(dimension, len(shape), "dimension")
+    given = out_sharding if out_sharding is not None else sharding
+    typed = resolve_out_sharding(given, shape, "lax.broadcasted_iota",
+                                 "out_sharding" if out_sharding is not None else "sharding")
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
-                       dimension=dimension, sharding=sharding)
+                       dimension=dimension, sharding=typed)
 
 
 # --- broadcast (on broadcast_in_dim) --------------------------------------------
@@ -172,7 +182,7 @@ batching_rules[squeeze_p] = _squeeze_batch
 
 # --- rev ---------------------------------------------------------------------------
 rev_p = Primitive("rev")
-sit.register(rev_p, sit.keep_unchanged)
+sit.register(rev_p, sit.same_as_first)
 
 
 @rev_p.def_abstract_eval
@@ -205,7 +215,7 @@ batching_rules[rev_p] = _rev_batch
 
 # --- pad ---------------------------------------------------------------------------
 pad_p = Primitive("pad")
-sit.register(pad_p, sit.keep_unchanged)
+sit.register(pad_p, sit.varying_out_shape("padding"))
 PaddingConfig = tuple[tuple[int, int, int], ...]
 
 
@@ -349,7 +359,7 @@ batching_rules[concatenate_p] = _concatenate_batch
 
 # --- slice -------------------------------------------------------------------------
 slice_p = Primitive("slice")
-sit.register(slice_p, sit.keep_unchanged)
+sit.register(slice_p, sit.varying_out_shape("slicing"))
 
 
 @slice_p.def_abstract_eval

@@ -28,6 +28,8 @@ from lamina_tracing_core import partial_eval as pe
 from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.lax.convert import convert_element_type_internal, convert_element_type_p
 from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
+from lamina_tracing_core.mesh import TypeSharding
+from lamina_tracing_core.out_sharding import resolve_out_sharding
 from lamina_tracing_core.trace_settings import state as _settings
 
 Array = Any
@@ -436,11 +438,21 @@ def promote_args_numeric(fun: str, *args: Any) -> list[ArrayLike]:
     return promote_shapes(fun, *promote_dtypes_numeric(fun, *args))
 
 
-def broadcast_to(fun: str, x: ArrayLike, shape: Sequence[int]) -> Array:
-    """``x`` broadcast to ``shape`` with NumPy's rules."""
+def out_sharding(fun: str, value: Any, shape: Sequence[int], *,
+                 keep_replicated: bool = False) -> TypeSharding | None:
+    """``jnp.<fun>``'s ``out_sharding`` (a ``PartitionSpec`` over the current
+    mesh or a ``NamedSharding``) for a result of ``shape``, as the sharding of
+    the result's type; errors name the function and the argument."""
+    return resolve_out_sharding(value, shape, f"jnp.{fun}", keep_replicated=keep_replicated)
+
+
+def broadcast_to(fun: str, x: ArrayLike, shape: Sequence[int],
+                 sharding: TypeSharding | None = None) -> Array:
+    """``x`` broadcast to ``shape`` with NumPy's rules (split as ``sharding``
+    says when given)."""
     shape = tuple(int(d) for d in shape)
     x_shape = shape_of(x)
-    if x_shape == shape:
+    if x_shape == shape and sharding is None:
         return x
     lead = len(shape) - len(x_shape)
     if lead < 0 or any(d not in (1, shape[lead + i]) for i, d in enumerate(x_shape)):
@@ -449,7 +461,7 @@ def broadcast_to(fun: str, x: ArrayLike, shape: Sequence[int]) -> Array:
     kept = [i for i, d in enumerate(x_shape) if d == shape[lead + i]]
     if len(kept) != len(x_shape):
         x = lax.reshape(x, tuple(x_shape[i] for i in kept))
-    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in kept))
+    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in kept), out_sharding=sharding)
 
 
 # --- axes ------------------------------------------------------------------------------------

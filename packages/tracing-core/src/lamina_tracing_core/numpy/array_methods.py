@@ -113,10 +113,10 @@ def _compress(self: Any, condition: Any, axis: int | None = None, *, out: None =
     return indexing.compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
 
 
-def _reshape(self: Any, *args: Any, order: str = "C") -> Any:
+def _reshape(self: Any, *args: Any, order: str = "C", out_sharding: Any = None) -> Any:
     """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``: ``lamina.numpy.reshape``."""
     shape = args[0] if len(args) == 1 else args
-    return shape_ops.reshape(self, shape, order)
+    return shape_ops.reshape(self, shape, order, out_sharding=out_sharding)
 
 
 def _transpose(self: Any, *axes: Any) -> Any:

@@ -146,26 +146,32 @@ def _is_inexact_dim(d: Any) -> bool:
     return dtypes.is_inexact(dtype)
 
 
-def zeros(shape: Any, dtype: Any = None) -> Array:
-    """An array of zeros (default dtype float32, or float64 with x64)."""
-    dt = _user_dtype("zeros", dtype) or dtypes.default_float_dtype()
-    return lax.full(_shape("zeros", shape, dt), 0, dt)
+def _filled(fun: str, shape: Any, value: int, dtype: Any, out_sharding: Any) -> Array:
+    dt = _user_dtype(fun, dtype) or dtypes.default_float_dtype()
+    dims = _shape(fun, shape, dt)
+    return lax.full(dims, value, dt, sharding=_util.out_sharding(fun, out_sharding, dims))
 
 
-def ones(shape: Any, dtype: Any = None) -> Array:
-    """An array of ones."""
-    dt = _user_dtype("ones", dtype) or dtypes.default_float_dtype()
-    return lax.full(_shape("ones", shape, dt), 1, dt)
+def zeros(shape: Any, dtype: Any = None, *, out_sharding: Any = None) -> Array:
+    """An array of zeros (default dtype float32, or float64 with x64), split
+    as ``out_sharding`` says (a ``PartitionSpec`` or ``NamedSharding``)."""
+    return _filled("zeros", shape, 0, dtype, out_sharding)
 
 
-def empty(shape: Any, dtype: Any = None) -> Array:
-    """An array of zeros: lamina has no uninitialised memory."""
-    dt = _user_dtype("empty", dtype) or dtypes.default_float_dtype()
-    return lax.full(_shape("empty", shape, dt), 0, dt)
+def ones(shape: Any, dtype: Any = None, *, out_sharding: Any = None) -> Array:
+    """An array of ones, split as ``out_sharding`` says."""
+    return _filled("ones", shape, 1, dtype, out_sharding)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
-    """An array of ``shape`` filled with ``fill_value`` (broadcast if an array)."""
+def empty(shape: Any, dtype: Any = None, *, out_sharding: Any = None) -> Array:
+    """An array of zeros (lamina has no uninitialised memory), split as
+    ``out_sharding`` says."""
+    return _filled("empty", shape, 0, dtype, out_sharding)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, out_sharding: Any = None) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (broadcast if an
+    array), split as ``out_sharding`` says."""
     dims = _shape("full", shape)
     dt = _user_dtype("full", dtype)
     # A Python int goes to lax.full as it is, which converts it to `dtype` as
@@ -174,52 +180,65 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
     fill = fill_value if type(fill_value) is int and dt is not None else \
         _util.operand("full", fill_value, "fill_value")
     check_shape_size(dims, get_aval(fill).dtype if dt is None else dt, "lamina.numpy.full")
+    sharding = _util.out_sharding("full", out_sharding, dims)
     if _util.ndim_of(fill) == 0:
-        return lax.full(dims, fill, dt)
+        return lax.full(dims, fill, dt, sharding=sharding)
     fill = _util.convert(fill, dt) if dt is not None else fill
-    return _util.as_array(_util.broadcast_to("full", fill, dims))
+    return _util.as_array(_util.broadcast_to("full", fill, dims, sharding))
 
 
-def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any) -> Array:
+def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any,
+          out_sharding: Any = None) -> Array:
     # As JAX: a string is a scalar whose dtype it names (`zeros_like('int8')`
     # is an int8 0); other values as `operand` (a ShapeDtypeStruct traces like
     # an array), so a dtype or a scalar type is refused.
     x = np.zeros((), _user_dtype(fun, a)) if isinstance(a, str) else _util.operand(fun, a, "a")
     dt = _user_dtype(fun, dtype)
-    dims = None if shape is None else _shape(fun, shape, get_aval(x).dtype if dt is None else dt)
-    if type(fill_value) is int and (dt is not None or get_aval(x).dtype.kind in "iu"):
-        return lax.full_like(x, fill_value, dt, dims)  # converted as in `full`
+    aval = get_aval(x)
+    dims = None if shape is None else _shape(fun, shape, aval.dtype if dt is None else dt)
+    # No out_sharding: lax.full_like splits the result like `a` (as JAX's).
+    sharding = _util.out_sharding(fun, out_sharding, aval.shape if dims is None else dims)
+    if type(fill_value) is int and (dt is not None or aval.dtype.kind in "iu"):
+        return lax.full_like(x, fill_value, dt, dims, sharding)  # converted as in `full`
     fill = _util.operand(fun, fill_value, "fill_value")
     if _util.ndim_of(fill) == 0:
-        return lax.full_like(x, fill, dt, dims)
-    aval = get_aval(x)
+        return lax.full_like(x, fill, dt, dims, sharding)
     fill = _util.convert(fill, aval.dtype if dt is None else dt)
-    return _util.as_array(_util.broadcast_to(fun, fill, aval.shape if dims is None else dims))
+    return _util.as_array(_util.broadcast_to(fun, fill, aval.shape if dims is None else dims,
+                                             sharding))
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
-    """Zeros with the shape and dtype of ``a`` (weak type kept)."""
-    return _like("zeros_like", a, 0, dtype, shape)
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *,
+               out_sharding: Any = None) -> Array:
+    """Zeros with the shape and dtype of ``a`` (weak type kept), split as
+    ``out_sharding`` says, else like ``a`` (see ``lax.full_like``)."""
+    return _like("zeros_like", a, 0, dtype, shape, out_sharding)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
-    """Ones with the shape and dtype of ``a``."""
-    return _like("ones_like", a, 1, dtype, shape)
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *,
+              out_sharding: Any = None) -> Array:
+    """Ones with the shape and dtype of ``a``, split as ``zeros_like``'s."""
+    return _like("ones_like", a, 1, dtype, shape, out_sharding)
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Array:
-    """Zeros with the shape and dtype of ``prototype``."""
+    """Zeros with the shape and dtype of ``prototype`` (split like it; JAX's
+    takes no ``out_sharding``)."""
     return _like("empty_like", prototype, 0, dtype, shape)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Array:
-    """``fill_value`` with the shape and dtype of ``a``."""
-    return _like("full_like", a, fill_value, dtype, shape)
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
+              out_sharding: Any = None) -> Array:
+    """``fill_value`` with the shape and dtype of ``a``, split as
+    ``zeros_like``'s."""
+    return _like("full_like", a, fill_value, dtype, shape, out_sharding)
 
 
 # --- ranges -----------------------------------------------------------------------------
-def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Array:
-    """Evenly spaced values in ``[start, stop)``; the bounds must be concrete."""
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
+           out_sharding: Any = None) -> Array:
+    """Evenly spaced values in ``[start, stop)``; the bounds must be concrete.
+    ``out_sharding`` splits the result (its iota; the scaling follows)."""
     bounds = [start, stop, step]
     names = ["start", "stop", "step"]
     values = [None if b is None else _util.concrete("arange", b, f"the {n} argument")
@@ -242,7 +261,9 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
         size = len(range(int(lo), int(hi), int(inc)))
     else:
         size = max(0, math.ceil((float(hi) - float(lo)) / float(inc)))
-    out = lax.iota(dt, size)
+    sharding = _util.out_sharding("arange", out_sharding, (size,))
+    out = lax.iota(dt, size) if sharding is None else \
+        lax.broadcasted_iota(dt, (size,), 0, out_sharding=sharding)
     if int(inc) != 1 or not float(inc).is_integer():
         out = lax.mul(np.asarray(inc).astype(dt), out)
     if lo != 0:

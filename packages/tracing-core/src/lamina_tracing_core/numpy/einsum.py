@@ -29,6 +29,7 @@ from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array
+from lamina_tracing_core.mesh import TypeSharding
 from lamina_tracing_core.numpy.products import dot_general, diagonal
 
 _LETTERS = string.ascii_letters
@@ -185,8 +186,10 @@ def _broadcast_labels(term: _Term, sizes: dict[str, int]) -> _Term:
 
 # --- contraction --------------------------------------------------------------------------------
 def _contract_pair(a: _Term, b: _Term, keep: set[str], precision: Any,
-                   preferred: Any) -> _Term:
-    """One dot_general; ``keep`` holds the labels still needed afterwards."""
+                   preferred: Any, out: tuple[str, TypeSharding | None] | None = None) -> _Term:
+    """One dot_general; ``keep`` holds the labels still needed afterwards;
+    ``out`` (the output labels and the einsum's out_sharding) splits its
+    result where it is the last one."""
     a = _sum_labels(a, {c for c in a.labels if c not in keep and c not in b.labels})
     b = _sum_labels(b, {c for c in b.labels if c not in keep and c not in a.labels})
     shared = [c for c in a.labels if c in b.labels]
@@ -195,10 +198,22 @@ def _contract_pair(a: _Term, b: _Term, keep: set[str], precision: Any,
     contracting = (tuple(a.labels.index(c) for c in contract),
                    tuple(b.labels.index(c) for c in contract))
     batching = (tuple(a.labels.index(c) for c in batch), tuple(b.labels.index(c) for c in batch))
-    value = dot_general(a.value, b.value, contracting, batching, precision, preferred)
     labels = batch + [c for c in a.labels if c not in shared] + \
         [c for c in b.labels if c not in shared]
+    sharding = None if out is None else _label_sharding(labels, *out)
+    value = dot_general(a.value, b.value, contracting, batching, precision, preferred, sharding)
     return _Term(value, labels)
+
+
+def _label_sharding(labels: list[str], output: str,
+                    sharding: TypeSharding | None) -> TypeSharding | None:
+    """``sharding`` (of the output's labels) for a value of ``labels``: the
+    transpose and sums that follow bring it to the output's order."""
+    if sharding is None:
+        return None
+    spec = sharding.spec + ((),) * (len(output) - len(sharding.spec))
+    return TypeSharding(sharding.mesh,
+                        tuple(spec[output.index(c)] if c in output else () for c in labels))
 
 
 def _needed(terms: list[_Term], skip: set[int], output: str) -> set[str]:
@@ -268,10 +283,13 @@ def _plan(fun: str, inputs: list[str], output: str, shapes: list[tuple[int, ...]
 
 
 def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any = "auto",
-           precision: Any = None, preferred_element_type: Any = None) -> Array:
+           precision: Any = None, preferred_element_type: Any = None,
+           out_sharding: Any = None) -> Array:
     """Einstein summation over the operands as written by ``subscripts``
     (``'ij,jk->ik'``; ``...`` for broadcast axes; implicit output as NumPy),
-    or in the interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``."""
+    or in the interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``.
+    ``out_sharding`` splits the result of the last contraction (as JAX's, an
+    einsum without one ignores it)."""
     _util.check_out("einsum", out)
     if not isinstance(subscripts, str):
         subscripts, ops = _interleaved((subscripts,) + operands)
@@ -283,6 +301,8 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
     shapes = [_util.shape_of(v) for v in values]
     inputs, output = _parse("einsum", subscripts, [len(s) for s in shapes])
     sizes, order = _plan("einsum", inputs, output, shapes, optimize)
+    sharding = _util.out_sharding("einsum", out_sharding, tuple(sizes[c] for c in output),
+                                 keep_replicated=True)
     preferred = _util.user_dtype("einsum", preferred_element_type)
     terms = [_broadcast_labels(_take_diagonals(_Term(v, list(t))), sizes)
              for v, t in zip(values, inputs)]
@@ -290,12 +310,13 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
     for k, term in enumerate(terms):
         others = _needed(terms, {k}, output)
         terms[k] = _sum_labels(term, {c for c in term.labels if c not in others})
-    for pair in order:
+    for n, pair in enumerate(order):
         if len(pair) != 2 or len(set(pair)) != 2 or max(pair) >= len(terms):
             raise ValueError(f"lamina.numpy.einsum: invalid contraction {pair} in the path")
         i, j = pair
         keep = _needed(terms, {i, j}, output)
-        merged = _contract_pair(terms[i], terms[j], keep, precision, preferred)
+        final = (output, sharding) if n == len(order) - 1 else None
+        merged = _contract_pair(terms[i], terms[j], keep, precision, preferred, final)
         terms = [t for k, t in enumerate(terms) if k not in pair] + [merged]
     if len(terms) != 1:
         raise ValueError("lamina.numpy.einsum: the contraction path does not reduce the "

@@ -42,17 +42,23 @@ def dot_general(a: Any, b: Any, contract: tuple[tuple[int, ...], tuple[int, ...]
 
 
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
-        preferred_element_type: Any = None) -> Array:
+        preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """NumPy's ``dot``: scalars multiply; otherwise the last axis of ``a``
-    contracts with the last (1-D) or second-to-last axis of ``b``."""
+    contracts with the last (1-D) or second-to-last axis of ``b``. The
+    product is split as ``out_sharding`` says (a ``PartitionSpec`` or
+    ``NamedSharding``; needed when both contracted axes are split)."""
     x, y = _util.promote_dtypes("dot", a, b)
     nx, ny = _util.ndim_of(x), _util.ndim_of(y)
     if nx == 0 or ny == 0:
+        # as JAX's: a product with a scalar ignores out_sharding
         return multiply(x, y)
     contract_b = 0 if ny == 1 else ny - 2
     _check_contract("dot", _util.shape_of(x), nx - 1, _util.shape_of(y), contract_b, (a, b))
+    sy = _util.shape_of(y)
+    out_shape = _util.shape_of(x)[:-1] + sy[:contract_b] + sy[contract_b + 1:]
     return dot_general(x, y, ((nx - 1,), (contract_b,)), ((), ()), precision,
-                        preferred_element_type)
+                       preferred_element_type, _util.out_sharding("dot", out_sharding, out_shape,
+                                                          keep_replicated=True))
 
 
 def _check_contract(fun: str, sa: tuple[int, ...], ia: int, sb: tuple[int, ...], ib: int,
@@ -74,6 +80,9 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     nx, ny = _util.ndim_of(x), _util.ndim_of(y)
     if nx == 0 or ny == 0:
         raise ValueError("lamina.numpy.matmul: operands must not be scalars (use multiply or *)")
+    if out_sharding is not None:
+        out_sharding = _util.out_sharding("matmul", out_sharding, _matmul_shape(x, y),
+                                         keep_replicated=True)
     if nx <= 2 and ny <= 2:
         # no batch axes: one dot_general contracts a vector's only axis
         # directly, as JAX's does (no expand_dims/squeeze around it)
@@ -95,6 +104,15 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
                        precision, preferred_element_type, out_sharding)
     squeeze = ([nb] if nx == 1 else []) + ([nb + 1] if ny == 1 else [])
     return lax.squeeze(out, tuple(squeeze)) if squeeze else out
+
+
+def _matmul_shape(x: Any, y: Any) -> tuple[int, ...]:
+    """The shape of ``x @ y`` (shapes already checked to fit)."""
+    sx, sy = _util.shape_of(x), _util.shape_of(y)
+    batch = _util.broadcast_shapes("matmul", sx[:-2], sy[:-2])
+    rows = sx[-2:-1]
+    cols = sy[-1:] if len(sy) > 1 else ()
+    return batch + rows + cols
 
 
 def vdot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
@@ -144,9 +162,11 @@ def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
 
 
 def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
-              precision: Any = None, preferred_element_type: Any = None) -> Array:
+              precision: Any = None, preferred_element_type: Any = None,
+              out_sharding: Any = None) -> Array:
     """Sum products over the last ``axes`` axes of ``a`` and the first of
-    ``b``, or over the axis lists ``axes = (a_axes, b_axes)``."""
+    ``b``, or over the axis lists ``axes = (a_axes, b_axes)``; the result is
+    split as ``out_sharding`` says."""
     x, y = _util.promote_dtypes("tensordot", a, b)
     nx, ny = _util.ndim_of(x), _util.ndim_of(y)
     if isinstance(axes, int) or (not isinstance(axes, (list, tuple)) and _util.ndim_of(axes) == 0):
@@ -167,7 +187,12 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
         ax_b = tuple(_util.canonicalize_axis("tensordot", i, ny, "axes") for i in second)
     for i, j in zip(ax_a, ax_b):
         _check_contract("tensordot", _util.shape_of(x), i, _util.shape_of(y), j, (a, b))
-    return dot_general(x, y, (ax_a, ax_b), ((), ()), precision, preferred_element_type)
+    sx, sy = _util.shape_of(x), _util.shape_of(y)
+    out_shape = tuple(d for i, d in enumerate(sx) if i not in ax_a) + \
+        tuple(d for i, d in enumerate(sy) if i not in ax_b)
+    return dot_general(x, y, (ax_a, ax_b), ((), ()), precision, preferred_element_type,
+                       _util.out_sharding("tensordot", out_sharding, out_shape,
+                                          keep_replicated=True))
 
 
 def kron(a: ArrayLike, b: ArrayLike) -> Array:

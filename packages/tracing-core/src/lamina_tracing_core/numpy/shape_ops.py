@@ -17,6 +17,7 @@ import numpy as np
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import dtypes, lax
 
+from lamina_tracing_core.mesh import TypeSharding
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy.creation import asarray
@@ -41,12 +42,17 @@ def _check_order(order: Any) -> bool:
     return False
 
 
-def _fortran_reshape(x: Any, dims: tuple[int, ...]) -> Any:
+def _fortran_reshape(x: Any, dims: tuple[int, ...], sharding: TypeSharding | None = None
+                     ) -> Any:
     """``x`` reshaped to ``dims`` reading and writing elements in Fortran
-    (first axis fastest) order: the C-order reshape of the reversed axes."""
+    (first axis fastest) order: the C-order reshape of the reversed axes
+    (``sharding``, the result's, reversed with them)."""
     nd = _util.ndim_of(x)
     flipped = lax.transpose(x, tuple(reversed(range(nd)))) if nd > 1 else x
-    out = lax.reshape(flipped, dims[::-1])
+    if sharding is not None:
+        spec = sharding.spec + ((),) * (len(dims) - len(sharding.spec))
+        sharding = TypeSharding(sharding.mesh, spec[::-1])
+    out = lax.reshape(flipped, dims[::-1], out_sharding=sharding)
     return lax.transpose(out, tuple(reversed(range(len(dims))))) if len(dims) > 1 else out
 
 
@@ -73,9 +79,10 @@ def _new_shape(fun: str, shape: Any, size: int) -> tuple[int, ...]:
 
 
 def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
-            copy: bool | None = None) -> Array:
+            copy: bool | None = None, out_sharding: Any = None) -> Array:
     """``a`` with a new shape of the same size (one dimension may be -1);
-    ``order='F'`` reads and places the elements in Fortran order."""
+    ``order='F'`` reads and places the elements in Fortran order;
+    ``out_sharding`` splits the result."""
     fortran = _check_order(order)
     if shape is None:
         shape = newshape
@@ -88,17 +95,24 @@ def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any 
         dims = _new_shape("reshape", shape, math.prod(_util.shape_of(x)))
     except TypeError as e:
         raise TypeError(_util.with_operands_note(str(e), [x])) from None
-    return _fortran_reshape(x, dims) if fortran else lax.reshape(x, dims)
+    sharding = _util.out_sharding("reshape", out_sharding, dims)
+    if fortran:
+        return _fortran_reshape(x, dims, sharding)
+    return lax.reshape(x, dims, out_sharding=sharding)
 
 
-def ravel(a: ArrayLike, order: str = "C") -> Array:
-    """The flattened (1-D) ``a`` (in Fortran order with ``order='F'``)."""
+def ravel(a: ArrayLike, order: str = "C", *, out_sharding: Any = None) -> Array:
+    """The flattened (1-D) ``a`` (in Fortran order with ``order='F'``),
+    split as ``out_sharding`` says."""
     if is_key_array(a):
         return a.ravel(order)
     fortran = _check_order(order)
     x = _operand("ravel", a)
     dims = (math.prod(_util.shape_of(x)),)
-    return _fortran_reshape(x, dims) if fortran else lax.reshape(x, dims)
+    sharding = _util.out_sharding("ravel", out_sharding, dims)
+    if fortran:
+        return _fortran_reshape(x, dims, sharding)
+    return lax.reshape(x, dims, out_sharding=sharding)
 
 
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
@@ -221,14 +235,16 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
                                   *((s,) if isinstance(s, int) else tuple(s) for s in shapes))
 
 
-def broadcast_to(array: ArrayLike, shape: Any) -> Array:
-    """``array`` broadcast to ``shape``."""
+def broadcast_to(array: ArrayLike, shape: Any, *, out_sharding: Any = None) -> Array:
+    """``array`` broadcast to ``shape``, split as ``out_sharding`` says."""
     items = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     dims = tuple(_util.concrete_int("broadcast_to", d, "the shape") for d in items)
     if is_key_array(array):
         return array.with_data(_util.broadcast_to(
             "broadcast_to", array.base, dims + array.impl.key_shape))
-    return _util.broadcast_to("broadcast_to", _operand("broadcast_to", array, "array"), dims)
+    sharding = _util.out_sharding("broadcast_to", out_sharding, dims)
+    return _util.broadcast_to("broadcast_to", _operand("broadcast_to", array, "array"), dims,
+                              sharding)
 
 
 def broadcast_arrays(*args: ArrayLike) -> list[Array]:
