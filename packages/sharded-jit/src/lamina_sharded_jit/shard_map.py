@@ -383,10 +383,13 @@ def _resolve_mesh(mesh: Any, name: str) -> Mesh:
         return mesh
     # a nested shard_map without a mesh runs on the enclosing body's
     found = _body_contexts.stack[-1] if _body_contexts.stack else get_current_mesh()
+    if found is None and mesh is None:
+        raise ShardMapError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to "
+                            f"enter into a mesh context (shard_map({name}): no mesh was given; "
+                            "pass mesh=... or call it under set_mesh(mesh))")
     if found is None:
-        what = "no mesh was given" if mesh is None else f"the mesh given is {mesh}, abstract,"
-        raise ShardMapError(f"shard_map({name}): {what} and none is set; pass mesh=... or "
-                            f"call it under set_mesh(mesh)")
+        raise ShardMapError(f"shard_map({name}): the mesh given is {mesh}, abstract, and none "
+                            "is set; pass mesh=... or call it under set_mesh(mesh)")
     if mesh is not None and (found.axis_names, found.axis_sizes) != (mesh.axis_names,
                                                                      mesh.axis_sizes):
         raise ShardMapError(f"shard_map({name}): the AbstractMesh given, {mesh}, does not "
@@ -407,38 +410,64 @@ def _manual_axes(mesh: Mesh, axis_names: frozenset[Any], name: str) -> tuple[str
 
 def _check_spec(spec: Any, aval: ShapedArray, mesh: Mesh, manual: tuple[str, ...], name: str,
                 what: str, kind: str, path: str | None, *, check_divisible: bool) -> Spec:
-    """``spec`` as one tuple of axes per dimension of ``aval``, after checking it."""
-    where = f"shard_map({name}): {what} for {kind} {path or '(unnamed)'}"
+    """``spec`` as one tuple of axes per dimension of ``aval``, after checking
+    it (JAX 0.10.2's messages, naming the argument or result by its path)."""
+    passed = f"{kind} {path or '(unnamed)'}"
     if spec is None:
         spec = PartitionSpec()
     if not isinstance(spec, PartitionSpec):
-        raise TypeError(f"{where} must be a PartitionSpec, got {spec!r}")
+        raise TypeError(f"shard_map({name}): {what} for {passed} must be a PartitionSpec, got "
+                        f"{spec!r}")
     if len(spec) > aval.ndim:
-        raise ShardMapError(f"{where} is {spec!r} of length {len(spec)}, but the {kind} has "
-                            f"rank {aval.ndim} (type {aval.str_short()})")
+        value = "input" if what == "in_specs" else "output"
+        raise ShardMapError(
+            f"shard_map applied to the function '{name}' was given an {what} entry which is "
+            f"too long to be compatible with the corresponding {value} value from the "
+            f"function:\n\n{what} is {spec!r} which has length {len(spec)}, but the passed "
+            f"{passed} has shape {aval.str_long()}, which has rank {aval.ndim} (and "
+            f"{aval.ndim} < {len(spec)})\n\nEntries in {what} must be of length no greater "
+            f"than the number of axes in the corresponding {value} value.\n\nEither revise "
+            f"the spec to be shorter, or modify '{name}' so that its {value}s have sufficient "
+            "rank.")
     sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
     dims: list[tuple[str, ...]] = []
     seen: set[str] = set()
     for d, entry in enumerate(tuple(spec) + (None,) * (aval.ndim - len(spec))):
         axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
         for a in axes:
-            if a not in sizes:
-                raise ShardMapError(f"{where} is {spec!r}, which names the axis {a!r}, not in "
-                                    f"the mesh with axis names {mesh.axis_names}")
-            if a not in manual:
-                raise ShardMapError(f"{where} is {spec!r}, which names the axis {a!r}, not "
-                                    f"one of the manual axes {manual} (axis_names)")
+            if a not in sizes or a not in manual:
+                shown = ", ".join(repr(m) for m in mesh.axis_names if m in manual)
+                raise ShardMapError(
+                    f"shard_map {what} argument must refer to an axis marked as manual "
+                    f"(frozenset({{{shown}}})), but:\n\n  {what} refers to {a!r}\n\nCheck "
+                    f"the {what} values passed to shard_map. (shard_map({name}): {what} for "
+                    f"{passed} is {spec!r})")
             if a in seen:
-                raise ShardMapError(f"{where} is {spec!r}, which uses the axis {a!r} twice")
+                raise ShardMapError(f"shard_map({name}): {what} for {passed} is {spec!r}, "
+                                    f"which uses the axis {a!r} twice")
             seen.add(a)
         count = math.prod(sizes[a] for a in axes)
         if check_divisible and aval.shape[d] % count:
-            raise ShardMapError(
-                f"{where} is {spec!r}: dimension {d} of the {kind} (type {aval.str_short()}) "
-                f"has size {aval.shape[d]}, not divisible by {count}, the size of the mesh "
-                f"axes {axes} it is split over")
+            raise ShardMapError(_not_divisible(name, mesh, spec, passed, aval, d, axes, count))
         dims.append(axes)
     return tuple(dims)
+
+
+def _not_divisible(name: str, mesh: Mesh, spec: PartitionSpec, passed: str, aval: ShapedArray,
+                   d: int, axes: tuple[str, ...], count: int) -> str:
+    target = (f"mesh axis {axes[0]!r} (of size {count})" if len(axes) == 1
+              else f"mesh axes {axes} (of total size {count})")
+    return (f"shard_map applied to the function '{name}' was given argument arrays with axis "
+            "sizes that are not evenly divisible by the corresponding mesh axis sizes:\n\n"
+            f"The mesh given has shape {tuple(mesh.axis_sizes)} with corresponding axis names "
+            f"{tuple(mesh.axis_names)}.\n\nthe passed {passed} of shape {aval.str_long()}, "
+            f"corresponds to in_specs of value {spec!r}, which maps array axis {d} (of size "
+            f"{aval.shape[d]}) to {target}, but {count} does not evenly divide "
+            f"{aval.shape[d]}\n\nArray arguments' axis sizes must be evenly divisible by the "
+            "mesh axis or axes indicated by the corresponding elements of the argument's "
+            "in_specs entry. Consider checking that in_specs are correct, and if so consider "
+            f"changing the mesh axis sizes or else padding the input and adapting '{name}' "
+            "appropriately.")
 
 
 def _unbound_axis_error(e: UnboundAxisNameError, name: str, mesh: Mesh,
@@ -446,9 +475,10 @@ def _unbound_axis_error(e: UnboundAxisNameError, name: str, mesh: Mesh,
     axis = e.axis_name
     if axis in mesh.axis_names:
         return NameError(
-            f"shard_map({name}): a collective names the mesh axis {axis!r}, which is not "
-            f"manual here (the manual axes are {manual}; axis_names leaves {axis!r} "
-            f"automatic). Collectives inside shard_map work over manual axes only.")
+            f"Found an unbound axis name: {axis}. shard_map({name}): a collective names the "
+            f"mesh axis {axis!r}, which is not manual here (the manual axes are {manual}; "
+            f"axis_names leaves {axis!r} automatic). Collectives inside shard_map work over "
+            "manual axes only.")
     return NameError(f"shard_map({name}): {e}; the mesh's axes are {mesh.axis_names}")
 
 
