@@ -3,6 +3,8 @@ and the ``*_like`` functions' sharding, under a mesh of Explicit axes. The
 expected types (``typeof`` inside jit) and error texts are JAX 0.10.2's,
 recorded from it (lamina's errors add which function's argument it was)."""
 
+import re
+
 import lamina as lx
 import lamina.lax as lax
 import lamina.numpy as jnp
@@ -176,3 +178,24 @@ def test_partition_spec_outside_a_mesh(devices8):
         "Using PartitionSpec when you are not under a mesh context is not allowed. Please "
         "pass a NamedSharding instance or enter into a mesh context via `jax.set_mesh`. "
         "Got P('x',) (the out_sharding of jnp.zeros)")
+
+
+def test_tile_and_unsharded_contraction_types(mesh, arrays):
+    """JAX 0.10.2: tiling keeps the operand's split where a dimension is tiled
+    once and refuses a tiled split dimension; a contraction of unsharded
+    operands takes its ``out_sharding``; eager results are laid out so."""
+    with lx.set_mesh(mesh):
+        y, v, x = arrays["y"], arrays["v"], arrays["x"]
+        for run in (lambda f: f(), lambda f: lx.jit(f)()):
+            assert str(lx.typeof(run(lambda: jnp.tile(y, (1, 2))))) == "float32[8@x,8]"
+            assert str(lx.typeof(run(lambda: jnp.tile(v, (3, 1))))) == "float32[3,8@x]"
+            out = run(lambda: jnp.dot(jnp.ones((8, 4)), jnp.ones((4, 4)), out_sharding=P("x")))
+            assert str(lx.typeof(out)) == "float32[8@x,4]"
+            assert out.sharding.spec == P("x", None)
+            for operand, reps, shown in ((x, (2, 1), "float32[8@x,4@y]"),
+                                         (v, 2, "float32[8@x]")):
+                with pytest.raises(TypeError, match=re.escape(
+                        "Operand cannot be sharded on dimension 0 when the tiling is "
+                        f"non-trivial. Got input type: {shown} with reps: "
+                        f"{reps if isinstance(reps, tuple) else (reps,)}")):
+                    run(lambda operand=operand, reps=reps: jnp.tile(operand, reps))

@@ -226,3 +226,20 @@ def test_key_arguments_and_results_stay_on_the_fast_path(python_calls) -> None:
     assert float(out["draw"]) == float(first["draw"])
     f(pair[0], x)  # a key result fed back: the same signature
     assert python_calls[0] == 1
+
+
+def test_key_arrays_tell_where_they_live(devices8):
+    """JAX 0.10.2: a key array's sharding is its key data's over the key
+    dimensions, and it answers the placement questions arrays answer."""
+    from lamina.sharding import NamedSharding, PartitionSpec
+
+    keys = lx.random.split(lx.random.key(0), 8)
+    assert keys.sharding == lx.sharding.SingleDeviceSharding(lx.devices()[0])
+    assert not keys.committed and not keys.is_deleted()
+    mesh = lx.make_mesh((8,), ("i",))
+    placed = lx.device_put(keys, NamedSharding(mesh, PartitionSpec("i")))
+    assert placed.sharding == NamedSharding(mesh, PartitionSpec("i"))
+    assert placed.committed and placed.is_fully_addressable and not placed.is_fully_replicated
+    assert len(placed.devices()) == 8 and len(placed.addressable_shards) == 8
+    assert placed.addressable_shards[0].data.shape == (1,)
+    assert (placed.itemsize, placed.nbytes) == (8, 64)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lamina_tracing_core.out_sharding import param_type_sharding
 from lamina_tracing_core import dtypes, trace_settings
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.lax import common, helpers
@@ -185,7 +186,11 @@ def _dot_general_abstract_eval(lhs: ShapedArray, rhs: ShapedArray, *,
             common.check_dtype("dot_general", a, common.ANY, i)
     shape = _dot_general_shape(lhs, rhs, dimension_numbers)
     dtype = _dot_result_dtype("lax.dot_general", lhs.dtype, rhs.dtype, preferred_element_type)
-    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
+    # out_sharding types the result even when no operand is sharded (the
+    # sharding rule, which runs only then, refines it otherwise)
+    sharding = None if out_sharding is None else \
+        param_type_sharding(out_sharding, shape, "dot_general")
+    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type, sharding=sharding)
 
 
 _canonical_dnums_memo: dict[Any, DotDimensionNumbers] = {}

@@ -265,6 +265,69 @@ class PRNGKeyArray:
             ready()
         return self
 
+    # --- where the keys live: the key data's placement, over the key dimensions -----------
+    @property
+    def sharding(self) -> Any:
+        """The key data's sharding with its spec cut to the key dimensions (a
+        ``NamedSharding`` split over the keys' axes; others as they are)."""
+        sharding = self._base.sharding
+        spec = getattr(sharding, "spec", None)
+        if spec is None or not hasattr(sharding, "with_spec"):
+            return sharding
+        return sharding.with_spec(tuple(spec)[:self.ndim])
+
+    @property
+    def committed(self) -> bool:
+        return bool(self._base.committed)
+
+    def devices(self) -> Any:
+        return self._base.devices()
+
+    @property
+    def device(self) -> Any:
+        return self._base.device
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return bool(self._base.is_fully_addressable)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return bool(self._base.is_fully_replicated)
+
+    @property
+    def addressable_shards(self) -> list[Any]:
+        """The key data's shards, each holding a key array."""
+        return [type(s)(s.device, s.index[:self.ndim], s.replica_id, self.with_data(s.data))
+                for s in self._base.addressable_shards]
+
+    @property
+    def global_shards(self) -> list[Any]:
+        return [type(s)(s.device, s.index[:self.ndim], s.replica_id,
+                        None if s.data is None else self.with_data(s.data))
+                for s in self._base.global_shards]
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per key: its ``uint32`` key data."""
+        return 4 * math.prod(self._impl.key_shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    def on_device_size_in_bytes(self) -> int:
+        return int(self._base.on_device_size_in_bytes())
+
+    def copy_to_host_async(self) -> None:
+        self._base.copy_to_host_async()
+
+    def is_deleted(self) -> bool:
+        return bool(self._base.is_deleted())
+
+    def delete(self) -> None:
+        self._base.delete()
+
     # --- comparison: elementwise, as arrays compare (so, like arrays, unhashable) -------------
     def __eq__(self, other: object) -> Any:
         return keys_equal("lamina.numpy.equal", self, other)

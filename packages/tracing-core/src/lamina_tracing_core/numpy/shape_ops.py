@@ -18,6 +18,7 @@ from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.mesh import TypeSharding
+from lamina_tracing_core.sharding_in_types import ShardingTypeError
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy.creation import asarray
@@ -481,17 +482,33 @@ def dsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Array]:
 def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """``A`` repeated ``reps`` times along each axis."""
     x = _operand("tile", A, "A")
-    counts = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
-    counts = tuple(_util.concrete_int("tile", r, "reps") for r in counts)
+    given = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    counts = tuple(_util.concrete_int("tile", r, "reps") for r in given)
     shape = _util.shape_of(x)
     nd = max(len(shape), len(counts))
+    out_sharding = _tiled_sharding(get_aval(x), nd, (1,) * (nd - len(counts)) + counts, given)
     shape = (1,) * (nd - len(shape)) + shape
     counts = (1,) * (nd - len(counts)) + counts
     x = lax.reshape(x, shape)
     # Broadcast to (r0, s0, r1, s1, ...) and merge each pair.
     interleaved = tuple(v for pair in zip(counts, shape) for v in pair)
     x = lax.broadcast_in_dim(x, interleaved, tuple(range(1, 2 * nd, 2)))
-    return lax.reshape(x, tuple(r * s for r, s in zip(counts, shape)))
+    return lax.reshape(x, tuple(r * s for r, s in zip(counts, shape)), out_sharding=out_sharding)
+
+
+def _tiled_sharding(aval: Any, nd: int, counts: tuple[int, ...],
+                    reps: tuple[Any, ...]) -> TypeSharding | None:
+    """A tiled operand's type sharding, its dimensions padded to ``nd``: only
+    dimensions tiled once may be split (JAX's rule and message)."""
+    if aval.sharding is None:
+        return None
+    spec = ((),) * (nd - aval.ndim) + tuple(aval.sharding.spec)
+    for d, (count, axes) in enumerate(zip(counts, spec)):
+        if count != 1 and axes:
+            raise ShardingTypeError(
+                f"Operand cannot be sharded on dimension {d} when the tiling is non-trivial. "
+                f"Got input type: {aval} with reps: {reps}")
+    return TypeSharding(aval.sharding.mesh, spec)
 
 
 def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *,
