@@ -199,3 +199,42 @@ def test_tile_and_unsharded_contraction_types(mesh, arrays):
                         f"non-trivial. Got input type: {shown} with reps: "
                         f"{reps if isinstance(reps, tuple) else (reps,)}")):
                     run(lambda operand=operand, reps=reps: jnp.tile(operand, reps))
+
+
+def test_random_samplers_take_out_sharding(mesh):
+    """JAX 0.10.2's samplers take ``out_sharding``: the same bits, laid out as
+    asked (values recorded from JAX), eagerly and under jit."""
+    with lx.set_mesh(mesh):
+        key = lx.random.key(0)
+        cases = [
+            (lambda: lx.random.normal(key, (8, 4), out_sharding=P("x")), "float32[8@x,4]",
+             P("x", None), [1.6226422, 2.0252647, -0.43359444]),
+            (lambda: lx.random.uniform(key, (8, 4), out_sharding=P("x", "y")),
+             "float32[8@x,4@y]", P("x", "y"), [0.947667, 0.9785799, 0.33229148]),
+            (lambda: lx.random.randint(key, (8, 4), 0, 10, out_sharding=P(None, "y")),
+             "int32[8,4@y]", P(None, "y"), [9, 0, 2]),
+            (lambda: lx.random.bits(key, (8,), out_sharding=P("x")), "uint32[8@x]", P("x"),
+             [4070199207, 4202968722, 1427181096]),
+            (lambda: lx.random.permutation(key, 8, out_sharding=P("x")), "int32[8@x]", P("x"),
+             [0, 1, 5]),
+        ]
+        for make, typed, spec, first in cases:
+            for out in (make(), lx.jit(make)()):
+                assert str(lx.typeof(out)) == typed
+                assert out.sharding.spec == spec
+                np.testing.assert_allclose(np.asarray(out).ravel()[:3], first, rtol=1e-6)
+    auto = lx.make_mesh((4, 2), ("x", "y"), axis_types=(lx.sharding.AxisType.Auto,) * 2)
+    with lx.set_mesh(auto), pytest.raises(ValueError, match=re.escape(
+            "PartitionSpec passed to normal cannot contain axis names that are of type Auto or "
+            "Manual. Got PartitionSpec: P('x',) with axis name: x of type: AxisType.Auto.")):
+        lx.random.normal(lx.random.key(0), (8, 4), out_sharding=P("x"))
+    with lx.set_mesh(auto), pytest.raises(ValueError, match="PartitionSpec passed to reshard "
+                                                            "cannot contain axis names"):
+        lx.sharding.reshard(jnp.ones((8, 4)), P("x"))
+
+
+def test_eager_reshard_lays_out_by_the_full_spec(mesh):
+    with lx.set_mesh(mesh):
+        x = jnp.ones((8, 4))
+        assert lx.sharding.reshard(x, P("x")).sharding.spec == P("x", None)
+        assert lx.device_put(x, P("x")).sharding.spec == P("x")

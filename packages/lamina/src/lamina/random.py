@@ -48,6 +48,7 @@ from lamina_tracing_core.base_primitives import bdim_at_front
 from lamina_tracing_core.lax import helpers as lax_helpers
 from lamina_tracing_core.lax import special as lax_special
 from lamina_tracing_core.numpy import _util
+from lamina_tracing_core.out_sharding import takes_out_sharding
 from lamina_tracing_core.numpy.key_arrays import (IMPLS, RBG, THREEFRY, UNSAFE_RBG, KeyDType,
                                                    PRNGImpl, PRNGKeyArray, resolve_impl)
 from lamina_tracing_core.primitives import Primitive
@@ -1753,3 +1754,19 @@ def orthogonal(key: KeyArray, n: int, shape: Shape = (), dtype: Any = None,
             raise ValueError(f"lamina.random.orthogonal: {name} must be non-negative, got {size}")
         sizes.append(size)
     return _orthogonal_compiled(k, sizes[0], sizes[1], dims, dt)
+
+
+# --- out_sharding --------------------------------------------------------------------------
+#: The samplers that take JAX 0.10's ``out_sharding``: each is computed with the
+#: mesh's Explicit axes made Auto, then laid out as asked (same bits: the
+#: partitionable Threefry does not depend on the layout).
+_SAMPLERS_WITH_OUT_SHARDING = (
+    "ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "dirichlet",
+    "exponential", "f", "gamma", "generalized_normal", "geometric", "gumbel", "laplace",
+    "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
+    "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
+    "triangular", "truncated_normal", "uniform", "wald",
+)
+for _name in _SAMPLERS_WITH_OUT_SHARDING:
+    globals()[_name] = takes_out_sharding(f"lamina.random.{_name}")(globals()[_name])
+del _name

@@ -33,6 +33,7 @@ from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.api import ShapeDtypeStruct
+from lamina_tracing_core import out_sharding as out_sharding_api
 from lamina_tracing_core.mesh import AxisType, get_abstract_mesh, replicated
 from lamina_tracing_core.numpy.key_arrays import KeyDType, PRNGKeyArray
 
@@ -83,7 +84,22 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     mesh = get_current_mesh()
     specs = tu.tree_map(lambda s: _on_mesh(s, mesh) if mesh is not None else s,
                         out_shardings, is_leaf=lambda s: isinstance(s, PartitionSpec))
-    return constrain_tree(xs, specs, "reshard", asserts_explicit=False)
+    tu.tree_map(_check_explicit_axes, specs, is_leaf=lambda s: isinstance(s, NamedSharding))
+    return constrain_tree(xs, specs, "reshard", asserts_explicit=False, full_specs=True)
+
+
+def _check_explicit_axes(sharding: Any) -> None:
+    """reshard moves values between layouts of their types: over Explicit axes only."""
+    if not isinstance(sharding, NamedSharding):
+        return
+    kinds = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types))
+    for entry in sharding.spec:
+        for axis in (() if entry is None else (entry,) if isinstance(entry, str) else entry):
+            if kinds.get(axis, AxisType.Explicit) is not AxisType.Explicit:
+                raise ValueError(
+                    "PartitionSpec passed to reshard cannot contain axis names that are of type "
+                    f"Auto or Manual. Got PartitionSpec: {sharding.spec!r} with axis name: "
+                    f"{axis} of type: {kinds[axis]}.")
 
 
 def _retyped(mesh: Mesh, axes: Sequence[str], kind: AxisType, what: str) -> Mesh:
@@ -133,6 +149,10 @@ def auto_axes(f: Callable[..., Any] | None = None, /, *, axes: Any = None,
             return reshard(out, out_sharding)
 
     return wrapped
+
+
+# functions with JAX's ``out_sharding`` (random samplers, jnp.array, ...) run through it
+out_sharding_api.auto_axes_impl[:] = [auto_axes]
 
 
 def _drop_axes(x: Any, mesh: Mesh, names: Sequence[str]) -> Any:

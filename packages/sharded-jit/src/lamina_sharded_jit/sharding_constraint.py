@@ -121,9 +121,11 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     return constrain_tree(x, shardings, "with_sharding_constraint", asserts_explicit=True)
 
 
-def constrain_tree(x: Any, shardings: Any, api_name: str, *, asserts_explicit: bool) -> Any:
+def constrain_tree(x: Any, shardings: Any, api_name: str, *, asserts_explicit: bool,
+                   full_specs: bool = False) -> Any:
     """``with_sharding_constraint``'s work for ``api_name`` (``reshard`` uses
-    it to change a type's sharding, so it does not assert)."""
+    it to change a type's sharding, so it does not assert; its results' specs
+    name every dimension, ``full_specs``, as the types JAX lays them out by)."""
     pairs, treedef = tu.tree_flatten_with_path(x)
     specs = api_util.flatten_axes(f"{api_name} shardings", treedef, shardings)
     outs = []
@@ -135,6 +137,11 @@ def constrain_tree(x: Any, shardings: Any, api_name: str, *, asserts_explicit: b
             continue
         if asserts_explicit:
             _check_explicit_agrees(get_aval(leaf), sharding, where)
+        if full_specs and isinstance(sharding, NamedSharding):
+            ndim = get_aval(leaf).ndim
+            if len(sharding.spec) < ndim:
+                sharding = sharding.with_spec(
+                    tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec)))
         outs.append(bind_constraint(leaf, sharding, where))
     return tu.tree_unflatten(treedef, outs)
 

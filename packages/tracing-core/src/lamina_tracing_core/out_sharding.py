@@ -8,13 +8,23 @@ Errors carry JAX's words, then name the function and argument they come from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from lamina_tracing_core.mesh import (AbstractMesh, TypeSharding, get_abstract_mesh, replicated,
-                                     type_sharding)
+from lamina_linear_util import tree_util as tu
 
-__all__ = ["resolve_out_sharding", "param_type_sharding"]
+from lamina_tracing_core.mesh import (AbstractMesh, AxisType, TypeSharding, get_abstract_mesh,
+                                     replicated, type_sharding)
+
+__all__ = ["resolve_out_sharding", "param_type_sharding", "auto_axes_impl", "takes_out_sharding"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: JAX's ``auto_axes(f, *, axes, out_sharding)``, registered by the layer
+#: that has concrete meshes and sharding constraints (sharded-jit).
+auto_axes_impl: list[Callable[..., Any]] = []
 
 
 def resolve_out_sharding(out_sharding: Any, shape: Sequence[int], api: str,
@@ -133,3 +143,57 @@ def param_type_sharding(sharding: Any, shape: Sequence[int], name: str) -> TypeS
     if sharding is None or isinstance(sharding, TypeSharding):
         return sharding
     return resolve_out_sharding(sharding, shape, name, "sharding")
+
+
+# --- functions computed, then laid out, by an out_sharding (JAX's maybe_auto_axes) --------
+def takes_out_sharding(api: str) -> Callable[[F], F]:
+    """Gives ``fun`` JAX's keyword-only ``out_sharding``: when given, ``fun``
+    runs with the Explicit axes of the mesh made Auto (the compiler lays out
+    its insides) and its result is resharded to ``out_sharding``, as JAX's
+    random samplers, ``jnp.array`` and friends do. ``api`` names it in errors."""
+    def decorate(fun: F) -> F:
+        @functools.wraps(fun)
+        def wrapped(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
+            if out_sharding is None:
+                return fun(*args, **kwargs)
+            return _under_auto_axes(fun, args, kwargs, out_sharding, api)
+
+        sig = inspect.signature(fun)
+        extra = inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)
+        params = list(sig.parameters.values())
+        at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+        wrapped.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=params[:at] + [extra] + params[at:])
+        return wrapped  # type: ignore[return-value]
+    return decorate
+
+
+def _under_auto_axes(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                     out_sharding: Any, api: str) -> Any:
+    mesh, spec = _mesh_and_spec(out_sharding, api, "out_sharding")
+    if mesh is None:
+        return fun(*args, **kwargs)
+    for a in (a for e in spec for a in _axes(e)):
+        kind = dict(zip(mesh.axis_names, mesh.axis_types)).get(a)
+        if kind is not None and kind is not AxisType.Explicit:
+            raise ValueError(
+                f"PartitionSpec passed to {api.split('.')[-1]} cannot contain axis names that "
+                f"are of type Auto or Manual. Got PartitionSpec: {_spec_repr(spec)} with axis "
+                f"name: {a} of type: {kind}." + _where(api, "out_sharding"))
+    if not auto_axes_impl:
+        raise RuntimeError(f"{api}: out_sharding needs lamina's runtime; import lamina first")
+    # Only the arrays travel through auto_axes (it relays them over the Auto
+    # mesh); shapes, dtypes and host values stay where they are.
+    leaves, tree = tu.tree_flatten((args, kwargs))
+    moving = [i for i, x in enumerate(leaves) if hasattr(x, "aval") or hasattr(x, "with_data")]
+    wrap = [getattr(leaves[i], "with_data", None) for i in moving]
+
+    def body(*arrays: Any) -> Any:
+        full = list(leaves)
+        for i, w, x in zip(moving, wrap, arrays):
+            full[i] = w(x) if w is not None else x
+        a, k = tu.tree_unflatten(tree, full)
+        return fun(*a, **k)
+
+    passed = [leaves[i].base if w is not None else leaves[i] for i, w in zip(moving, wrap)]
+    return auto_axes_impl[0](body, axes=mesh.explicit_axes, out_sharding=out_sharding)(*passed)
