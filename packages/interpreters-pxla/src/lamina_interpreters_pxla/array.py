@@ -45,6 +45,7 @@ from lamina_tracing_core import avals as _avals
 from lamina_tracing_core.array_methods import ArrayMethods
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.core import Tracer
+from lamina_tracing_core.memory import kind_to_space, spaces_used
 from lamina_tracing_core.mesh import explicit_meshes_made
 from lamina_tracing_core.numpy.key_arrays import PRNGKeyArray
 
@@ -432,7 +433,12 @@ def _aval_of_array(x: Array) -> ShapedArray:
         # Laid out over a mesh's Explicit axes: the sharding is in the type.
         sharding = type_sharding_of(x._arr._sharding, aval.ndim)
         if sharding is not None:
-            return aval.update(sharding=sharding)
+            aval = aval.update(sharding=sharding)
+    if spaces_used[0]:
+        # Data in pinned host memory has a host type (float32<host>[4]).
+        space = kind_to_space(x._arr._sharding.memory_kind)
+        if aval.memory_space is not space:
+            aval = aval.update(memory_space=space)
     return aval
 
 

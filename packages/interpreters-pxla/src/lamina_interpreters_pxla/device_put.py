@@ -54,6 +54,7 @@ from lamina_tracing_core import ad_util, dtypes
 from lamina_tracing_core.ad import is_undefined_primal
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import Tracer
+from lamina_tracing_core.memory import kind_to_space, own_space_primitives
 from lamina_tracing_core.primitives import (
     Primitive,
     batching_rules,
@@ -214,7 +215,17 @@ def _abstract_eval(*avals: ShapedArray, devices: Sequence[Any], srcs: Sequence[A
     if not (len(avals) == len(devices) == len(srcs) == len(copy_semantics) == len(may_alias)):
         raise TypeError(f"device_put: {len(avals)} operands but {len(devices)} devices, "
                         f"{len(srcs)} srcs, {len(copy_semantics)} copy semantics")
-    return list(avals)
+    return [_moved_aval(a, d) for a, d in zip(avals, devices)]
+
+
+def _moved_aval(aval: ShapedArray, dest: Any) -> ShapedArray:
+    """``aval`` in the memory space of ``dest``'s memory kind (a destination
+    without a sharding leaves the value's space as it is)."""
+    sharding = dest.sharding if isinstance(dest, Format) else dest
+    if sharding is None:
+        return aval
+    space = kind_to_space(sharding.memory_kind)
+    return aval if aval.memory_space is space else aval.update(memory_space=space)
 
 
 def _impl(*xs: Any, devices: Sequence[Any], srcs: Sequence[Any],
@@ -350,6 +361,7 @@ def _lowering(ctx: Any, *operands: Any, devices: Sequence[Any], srcs: Sequence[A
 
 
 device_put_p.def_abstract_eval(_abstract_eval)
+own_space_primitives.add(device_put_p)  # its destinations say where results live
 device_put_p.def_impl(_impl)
 jvp_rules[device_put_p] = _jvp
 transpose_rules[device_put_p] = _transpose

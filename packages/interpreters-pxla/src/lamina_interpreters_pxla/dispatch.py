@@ -60,6 +60,7 @@ from lamina_interpreters_pxla.executable import (
     runtime_error,
 )
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
+from lamina_interpreters_pxla.memory_kinds import output_memory_kinds, program_memory_kinds
 from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.layouts import _custom_layouts
 from lamina_interpreters_pxla.monitoring import (
@@ -80,6 +81,8 @@ from lamina_interpreters_pxla.transfer import put_host_value, shard_args
 from lamina_tracing_core.mesh import AxisType
 from lamina_tracing_core import core, dtypes, primitives
 from lamina_tracing_core import sharding_in_types as sit
+from lamina_tracing_core.memory import spaces_used
+from lamina_mlir_lowering.sharding import UNSPECIFIED
 from lamina_tracing_core.avals import ShapedArray, get_aval, has_no_value
 from lamina_tracing_core.base_primitives import convert_element_type_p
 from lamina_tracing_core.jaxpr import ClosedJaxpr, Jaxpr, JaxprDebugInfo, JaxprEqn, Var
@@ -434,8 +437,19 @@ def _placement(prim: Primitive, args: Sequence[Any]) -> _Placement:
     else:
         device = default_device()
     sharding = single_device_sharding(device)
-    plans = [_ArgPlan(sharding, _needs_move(x, sharding)) for x in args]
-    return _Placement([device], plans, [sharding] * len(args), bool(committed), None)
+    shardings = [_in_own_memory(x, sharding) for x in args] if spaces_used[0] else \
+        [sharding] * len(args)
+    plans = [_ArgPlan(s, _needs_move(x, s)) for x, s in zip(args, shardings)]
+    return _Placement([device], plans, shardings, bool(committed), None)
+
+
+def _in_own_memory(x: Any, sharding: Any) -> Any:
+    """``sharding`` in the memory an Array argument ``x`` is in: an eager
+    operation reads a host array where it is (its result follows it there)."""
+    if type(x) is not Array:
+        return sharding
+    kind = x._arr._sharding.memory_kind
+    return sharding if kind == sharding.memory_kind else sharding.with_memory_kind(kind)
 
 
 def _needs_move(x: Any, sharding: Any) -> bool:
@@ -532,10 +546,14 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
     # running only stored programs (the persistent caches) never needs.
     from lamina_mlir_lowering.lowering import lower_jaxpr_to_module
 
+    kinds = program_memory_kinds(closed, placement.in_shardings,
+                                 [UNSPECIFIED] * len(out_avals))
     with timed_event(JAXPR_TO_MLIR_MODULE_EVENT, f"jit({prim.name})"):
         lowering = lower_jaxpr_to_module(
             f"jit_{prim.name}", closed, platforms=(platform,), arg_shardings=arg_specs,
-            result_shardings=result_specs, num_partitions=n)
+            result_shardings=result_specs, num_partitions=n,
+            arg_memory_kinds=None if kinds is None else kinds.args,
+            result_memory_kinds=None if kinds is None else kinds.results)
     options = BuildOptions(num_partitions=n)
     start = time.perf_counter()
     with timed_event(BACKEND_COMPILE_EVENT, f"jit({prim.name})"):
@@ -543,6 +561,10 @@ def _compile(prim: Primitive, closed: ClosedJaxpr, in_avals: list[ShapedArray],
                                 host_callbacks=lowering.host_callbacks)
     log_compilation(prim.name, lowering.arg_names, in_avals, time.perf_counter() - start)
     out_shardings = _output_shardings(loaded, devices, out_avals, placement)
+    if kinds is not None:  # in the memory the executable put them in
+        out_shardings = [s if k is None or s.memory_kind == k else s.with_memory_kind(k)
+                         for s, k in zip(out_shardings, output_memory_kinds(loaded,
+                                                                            len(out_avals)))]
     return Executable(loaded, name=prim.name, in_avals=in_avals, out_avals=out_avals,
                       in_shardings=placement.in_shardings, out_shardings=out_shardings,
                       devices=devices, options=options,

@@ -38,6 +38,7 @@ from lamina_interpreters_pxla._jaxlib import (
     xc,
 )
 from lamina_mlir_lowering.sharding import MeshShape, ShardingSpec
+from lamina_tracing_core.memory import spaces_used
 from lamina_tracing_core.mesh import (
     AbstractDevice,
     AbstractMesh,
@@ -495,6 +496,14 @@ def _memory_kind(self: Any) -> str:
     return str(self._memory_kind)
 
 
+def _note_memory_kind(kind: str | None) -> None:
+    """Records that data may now live in host memory (a sharding names
+    ``pinned_host``): from then on arrays' types say their memory space and
+    tracing applies the memory-space rule (``memory.spaces_used``)."""
+    if kind == "pinned_host":
+        spaces_used[0] = True
+
+
 def _devices_indices_map(self: Any, shape: Shape) -> dict[Device, Index]:
     """``{device: index}``: the slice of a ``shape`` array each device holds."""
     indices = self._indices(tuple(shape))
@@ -680,6 +689,7 @@ class SingleDeviceSharding(_jax.SingleDeviceSharding):  # type: ignore[misc]
     def __new__(cls, device: Device, *, memory_kind: str | None = None) -> SingleDeviceSharding:
         # The key uses the memory kind as jaxlib canonicalizes it (None becomes
         # the device's default), so the base is initialized here first.
+        _note_memory_kind(memory_kind)
         obj: SingleDeviceSharding = super().__new__(cls, device, memory_kind)
         _jax.SingleDeviceSharding.__init__(obj, device, memory_kind)
         key = (cls, device, obj._memory_kind)
@@ -750,6 +760,7 @@ class GSPMDSharding(_HloBackedSharding):
         hlo = _as_hlo_sharding(hlo_sharding)
         dl = _as_device_list(devices)
         _check_hlo_fits_devices(hlo, len(dl))
+        _note_memory_kind(memory_kind)
         super().__init__(dl, hlo, memory_kind)
         self._min_rank = 0 if not hlo.is_tiled() else (
             len(hlo.tile_assignment_dimensions()) - int(hlo.replicate_on_last_tile_dim())
@@ -815,6 +826,7 @@ class NamedSharding(_HloBackedSharding):
         self.spec = spec
         self._min_rank = len(spec)
         self._type_shardings: dict[int, TypeSharding | None] = {}
+        _note_memory_kind(memory_kind)
         super().__init__(mesh._internal_device_list, self._to_xla_hlo_sharding(len(spec)),
                          memory_kind)
         self._hash = hash((mesh, spec, self._memory_kind))
@@ -911,6 +923,7 @@ class PmapSharding(_HloBackedSharding):
         self.sharding_spec = sharding_spec
         self._min_rank = 0 if sharding_spec.sharded_axis is None else \
             sharding_spec.sharded_axis + 1
+        _note_memory_kind(memory_kind)
         super().__init__(dl, self._to_xla_hlo_sharding(self._min_rank), memory_kind)
         self._hash = hash((dl, sharding_spec, self._memory_kind))
 

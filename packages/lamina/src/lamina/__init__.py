@@ -120,6 +120,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "tree_util": ("lamina.tree_util", None),
     "tree": ("lamina.tree", None),
     "sharding": ("lamina.sharding", None),
+    "memory": ("lamina.memory", None),
     "stages": ("lamina.stages", None),
     "errors": ("lamina.errors", None),
     "sharded_jit": ("lamina.sharded_jit", None),

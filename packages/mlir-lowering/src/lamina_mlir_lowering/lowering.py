@@ -567,6 +567,9 @@ def lower_jaxpr_to_module(
     mesh: MeshShape | None = None,
     name_stack: str | None = None,
     context: ir.Context | None = None,
+    arg_memory_kinds: Sequence[str | None] | None = None,
+    result_memory_kinds: Sequence[str | None] | None = None,
+    result_placements: Sequence[str | None] | None = None,
 ) -> LoweringResult:
     """Lowers ``closed_jaxpr`` to a verified StableHLO module named ``module_name``.
 
@@ -584,8 +587,13 @@ def lower_jaxpr_to_module(
     along its manual axes, and ``main`` (global shapes, laid out by the given
     shardings) wraps it in a manual computation. ``name_stack`` is the name
     path prefixed to op names (default ``<traced_for>(<function name>)``,
-    e.g. ``jit(f)``). Raises ``LoweringError`` when a primitive has no rule or
-    the module does not verify."""
+    e.g. ``jit(f)``). ``arg_memory_kinds`` / ``result_memory_kinds`` (one
+    per invar / outvar, None for none) become ``mhlo.memory_kind`` on
+    ``main``'s arguments and results (``pinned_host``: the buffer lives in host
+    memory); a result with an entry in ``result_placements`` is first moved
+    there by an ``annotate_device_placement`` custom call (how a requested
+    output memory reaches XLA). Raises ``LoweringError`` when a primitive has
+    no rule or the module does not verify."""
     plats = _normalize_platforms(platforms)
     if sharding_format not in SHARDING_FORMATS:
         raise ValueError(f"lower_jaxpr_to_module: sharding_format must be one of "
@@ -609,6 +617,9 @@ def lower_jaxpr_to_module(
                       for s in _per_item("result_shardings", result_shardings, n_out,
                                          UNSPECIFIED))
     donated = tuple(bool(d) for d in _per_item("donated_args", donated_args, n_in, False))
+    kinds_in = _per_item("arg_memory_kinds", arg_memory_kinds, n_in, None)
+    kinds_out = _per_item("result_memory_kinds", result_memory_kinds, n_out, None)
+    placements = _per_item("result_placements", result_placements, n_out, None)
     for i, v in enumerate(jaxpr.invars):
         _check_sharding(shard_in[i], v.aval, _label(names_in, i, "argument"))
     for i, out in enumerate(jaxpr.outvars):
@@ -665,7 +676,8 @@ def lower_jaxpr_to_module(
                     in_avals=in_avals, out_avals=out_avals, names_in=kept_names,
                     names_out=names_out, shard_in=kept_shardings, shard_out=shard_out,
                     donated=kept_donated, aliases=aliases, manual_axes=manual_axes if manual
-                    else ())
+                    else (), kinds_in=tuple(kinds_in[i] for i in kept), kinds_out=kinds_out,
+                    placements=placements)
         _verify(mctx, module)
     if mctx.host_callbacks and len(plats) > 1:
         raise LoweringError(f"{sym_name} calls back into Python, which a module lowered for "
@@ -677,7 +689,8 @@ def lower_jaxpr_to_module(
         num_partitions=num_partitions, donated_args=kept_donated, output_aliases=aliases,
         sharding_format=sharding_format, mesh=module_mesh,
         host_callbacks=tuple(mctx.host_callbacks), has_token=has_ordered_effects(jaxpr.effects),
-        sharding_inspectors=tuple(mctx.sharding_inspectors))
+        sharding_inspectors=tuple(mctx.sharding_inspectors),
+        arg_memory_kinds=tuple(kinds_in[i] for i in kept), result_memory_kinds=kinds_out)
 
 
 def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, stack: str,
@@ -685,7 +698,9 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
                 names_in: Sequence[str | None], names_out: Sequence[str | None],
                 shard_in: Sequence[ArgSharding], shard_out: Sequence[ArgSharding],
                 donated: Sequence[bool], aliases: Sequence[int | None],
-                manual_axes: tuple[str, ...]) -> None:
+                manual_axes: tuple[str, ...], kinds_in: Sequence[str | None] = (),
+                kinds_out: Sequence[str | None] = (),
+                placements: Sequence[str | None] = ()) -> None:
     types = mctx.types
     multi = len(mctx.platforms) > 1
     threaded = has_ordered_effects(jaxpr.effects)
@@ -703,10 +718,13 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
             {"jax.global_constant": ir.StringAttr.get(PLATFORM_INDEX_NAME)}))
     if threaded:
         arg_attrs.append(ir.DictAttr.get({"jax.token": ir.BoolAttr.get(True)}))
-    for name, spec, d, alias in zip(names_in, shard_in, donated, aliases):
+    for i, (name, spec, d, alias) in enumerate(zip(names_in, shard_in, donated, aliases)):
         entries: dict[str, ir.Attribute] = {}
         if name:
             entries["jax.arg_info"] = ir.StringAttr.get(name)
+        kind = kinds_in[i] if i < len(kinds_in) else None
+        if kind is not None:
+            entries["mhlo.memory_kind"] = ir.StringAttr.get(kind)
         sharding = _sharding_attr(spec, fmt)
         if sharding is not None:
             entries[sharding[0]] = sharding[1]
@@ -719,10 +737,13 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
     result_attrs: list[ir.Attribute] = []
     if threaded:
         result_attrs.append(ir.DictAttr.get({"jax.token": ir.BoolAttr.get(True)}))
-    for name, spec in zip(names_out, shard_out):
+    for i, (name, spec) in enumerate(zip(names_out, shard_out)):
         entries = {}
         if name:
             entries["jax.result_info"] = ir.StringAttr.get(name)
+        kind = kinds_out[i] if i < len(kinds_out) else None
+        if kind is not None:
+            entries["mhlo.memory_kind"] = ir.StringAttr.get(kind)
         sharding = _sharding_attr(spec, fmt)
         if sharding is not None:
             entries[sharding[0]] = sharding[1]
@@ -758,9 +779,23 @@ def _build_main(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[Any], *, sta
                                 out_types[len(token_types):], manual_axes, stack)
         else:
             outs = body(args)
+        outs = [y if kind is None else _placed(y, kind, mctx.locations.named(stack))
+                for y, kind in zip(outs, placements or [None] * len(outs))]
         if threaded:
             outs = [ir_constant(np.zeros((0,), np.bool_)), *outs]
         func.ReturnOp(outs, loc=mctx.locations.named(stack))
+
+
+def _placed(x: Value, memory_kind: str, loc: ir.Location) -> Value:
+    """``x`` annotated to live in ``memory_kind`` (XLA moves it there): an
+    ``annotate_device_placement`` custom call, as JAX emits for a memory kind
+    a jit's ``out_shardings`` ask for."""
+    op = hlo.CustomCallOp([x.type], [x], "annotate_device_placement", loc=loc)
+    op.attributes["has_side_effect"] = ir.BoolAttr.get(True)
+    op.attributes["backend_config"] = ir.StringAttr.get("")
+    op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
+        {"_xla_buffer_placement": ir.StringAttr.get(memory_kind)})
+    return op.result
 
 
 def _manual_body(mctx: ModuleContext, body: Callable[[Sequence[Value]], list[Value]],

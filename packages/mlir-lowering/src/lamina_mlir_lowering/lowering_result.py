@@ -51,7 +51,9 @@ class LoweringResult:
       ``bool[0]`` array) before its other arguments and results, which the
       runtime threads from one call to the next;
     - ``sharding_inspectors``: the functions XLA's partitioner calls with an
-      operand's sharding when the module is compiled (kept alive until then).
+      operand's sharding when the module is compiled (kept alive until then);
+    - ``arg_memory_kinds`` / ``result_memory_kinds``: the ``mhlo.memory_kind``
+      of each kept argument / result (None: none given, the device's default).
     """
 
     module: ir.Module
@@ -73,6 +75,8 @@ class LoweringResult:
     host_callbacks: tuple[Any, ...] = ()
     has_token: bool = False
     sharding_inspectors: tuple[Any, ...] = ()
+    arg_memory_kinds: tuple[str | None, ...] = ()
+    result_memory_kinds: tuple[str | None, ...] = ()
 
     @property
     def has_platform_index_arg(self) -> bool:

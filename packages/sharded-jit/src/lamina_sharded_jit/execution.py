@@ -38,6 +38,7 @@ from lamina_interpreters_pxla.compiler import (
     result_handler,
 )
 from lamina_interpreters_pxla.executable import Executable
+from lamina_interpreters_pxla.memory_kinds import output_memory_kinds, program_memory_kinds
 from lamina_interpreters_pxla.float_checks import checks as _float_checks
 from lamina_interpreters_pxla.float_checks import first_bad, is_suspended
 from lamina_interpreters_pxla.monitoring import (
@@ -306,6 +307,7 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
                                      extra=[s.sharding for s in nested] + list(in_sh),
                                      prefer=prefer)
     target = platforms if platforms is not None else (devices[0].platform,)
+    kinds = program_memory_kinds(jaxpr, in_sh, out_sh)
 
     def lower() -> LoweringResult:
         # Imported here: the lowering stack loads MLIR's dialects, which a program
@@ -318,10 +320,12 @@ def _lower(jaxpr: ClosedJaxpr, in_sh: tuple[Any, ...], out_sh: tuple[Any, ...],
                 jaxpr if keep_unused else _without_dead_code(jaxpr), platforms=target,
                 arg_shardings=specs_in, result_shardings=specs_out, donated_args=donated,
                 num_partitions=len(devices), keep_unused=keep_unused, mesh=mesh_shape,
-                sharding_format=fmt)
+                sharding_format=fmt, arg_memory_kinds=None if kinds is None else kinds.args,
+                result_memory_kinds=None if kinds is None else kinds.results,
+                result_placements=None if kinds is None else kinds.placements)
 
     placement = (name, keep_unused, target, specs_in, specs_out, donated, fmt, mesh_shape,
-                 tuple(devices), mesh)
+                 tuple(devices), mesh, kinds)
     lowering = lower_through_disk(jaxpr, placement, name, lower)
     any_explicit = bool(sources)
     return LoweredProgram(lowering, name, tuple(arg_names), tuple(res_names), list(in_avals),
@@ -437,6 +441,16 @@ def _replicated(devices: Sequence[Any], mesh: Any, ndim: int) -> Any:
 
 
 def _concrete_out_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
+    out = _chosen_out_shardings(program, loaded)
+    if not program.lowering.result_memory_kinds:
+        return out
+    # the memory each result is in, as the executable reports it
+    kinds = output_memory_kinds(loaded, len(out), program.lowering.has_token)
+    return [s if k is None or s.memory_kind == k else s.with_memory_kind(k)
+            for s, k in zip(out, kinds)]
+
+
+def _chosen_out_shardings(program: LoweredProgram, loaded: Any) -> list[Any]:
     devices = program.devices
     if len(devices) == 1:
         single = single_device_sharding(devices[0])

@@ -31,6 +31,7 @@ from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import annotate, wrap_init
 from lamina_tracing_core.mesh import AxisType
 from lamina_tracing_core.avals import ShapedArray
+from lamina_tracing_core.memory import MemorySpace, space_to_kind
 from lamina_tracing_core.jaxpr import ClosedJaxpr
 
 from lamina_sharded_jit.arguments import arg_aval
@@ -252,10 +253,13 @@ def flat_out_shardings(info: JitInfo, out_tree: Any, out_avals: Sequence[ShapedA
 
 
 def _from_type(aval: ShapedArray) -> Any:
-    """A result whose type is sharded (over Explicit axes) is laid out so; an
-    unsharded one is replicated over a ``set_mesh`` mesh of Explicit axes."""
+    """A result whose type is sharded (over Explicit axes) is laid out so, in
+    the memory its type says; an unsharded one is replicated over a
+    ``set_mesh`` mesh of Explicit axes."""
     named = named_sharding_of_type(aval.sharding)
     if named is not None:
+        if aval.memory_space is MemorySpace.Host:
+            return named.with_memory_kind(space_to_kind(aval.memory_space))
         return named
     mesh = context_mesh()
     if mesh is not None and all(t is AxisType.Explicit for t in mesh.axis_types):

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from lamina_tracing_core import dtypes
+from lamina_tracing_core.memory import MemorySpace, space_suffix, spaces_used
 from lamina_tracing_core.mesh import TypeSharding, get_abstract_mesh
 
 #: ``ShapedArray.update``'s default for ``sharding``: keep it where it still fits.
@@ -86,14 +87,15 @@ class ShapedArray:
     """
 
     __slots__ = ("shape", "dtype", "weak_type", "sharding", "vma", "vma_order",
-                 "unreduced_order", "reduced_order", "_hash")
+                 "unreduced_order", "reduced_order", "memory_space", "_hash")
     array_abstraction_level = 1
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, weak_type: bool = False,
                  sharding: TypeSharding | None = None,
                  vma: frozenset[Any] | tuple[Any, ...] = frozenset(),
                  unreduced: frozenset[Any] | tuple[Any, ...] = (),
-                 reduced: frozenset[Any] | tuple[Any, ...] = ()):
+                 reduced: frozenset[Any] | tuple[Any, ...] = (),
+                 memory_space: MemorySpace = MemorySpace.Device):
         # Avals are made for every traced equation: normalize cheaply. A
         # shape seen before is looked up (equal tuples of ints, numpy ints or
         # integral floats hash alike and normalize alike).
@@ -131,6 +133,13 @@ class ShapedArray:
         #: to='unreduced'|'reduced')`` and what follows from it.
         self.unreduced_order: tuple[Any, ...] = _in_order(unreduced) if unreduced else ()
         self.reduced_order: tuple[Any, ...] = _in_order(reduced) if reduced else ()
+        #: The memory the value lives in (``Host`` for ``pinned_host`` data).
+        self.memory_space: MemorySpace = memory_space
+        if memory_space is not MemorySpace.Device:
+            if type(memory_space) is not MemorySpace:
+                raise TypeError(f"ShapedArray: memory_space must be a MemorySpace, got "
+                                f"{memory_space!r}")
+            spaces_used[0] = True  # from now on tracing applies the space rule
         self._hash: int | None = None
 
     @property
@@ -162,25 +171,28 @@ class ShapedArray:
                 and _split_by(self.sharding) == _split_by(other.sharding)
                 and self.vma_order == other.vma_order
                 and self.unreduced_order == other.unreduced_order
-                and self.reduced_order == other.reduced_order)
+                and self.reduced_order == other.reduced_order
+                and self.memory_space is other.memory_space)
 
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
             h = self._hash = hash((self.shape, self.dtype, self.weak_type,
                                    _split_by(self.sharding), self.vma_order,
-                                   self.unreduced_order, self.reduced_order))
+                                   self.unreduced_order, self.reduced_order,
+                                   self.memory_space))
         return h
 
     def update(self, shape: tuple[int, ...] | None = None, dtype: Any = None,
                weak_type: bool | None = None, sharding: Any = _KEEP,
                vma: frozenset[Any] | tuple[Any, ...] | None = None,
                unreduced: frozenset[Any] | tuple[Any, ...] | None = None,
-               reduced: frozenset[Any] | tuple[Any, ...] | None = None) -> ShapedArray:
+               reduced: frozenset[Any] | tuple[Any, ...] | None = None,
+               memory_space: MemorySpace | None = None) -> ShapedArray:
         """A copy with the given fields replaced. The sharding is kept unless
         the shape changes (a new shape starts unsharded) or one is given; the
-        manual-axes type (varying, unreduced, reduced axes) is kept, in its
-        order, unless given."""
+        manual-axes type (varying, unreduced, reduced axes) and the memory
+        space are kept, in its order, unless given."""
         if sharding is _KEEP:
             sharding = self.sharding if shape is None else None
         if vma is None:
@@ -194,7 +206,8 @@ class ShapedArray:
                            self.weak_type if weak_type is None else weak_type, sharding,
                            order,
                            self.unreduced_order if unreduced is None else unreduced,
-                           self.reduced_order if reduced is None else reduced)
+                           self.reduced_order if reduced is None else reduced,
+                           self.memory_space if memory_space is None else memory_space)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -205,12 +218,14 @@ class ShapedArray:
         if dtypes.is_inexact(self.dtype) or self.dtype == dtypes.float0:
             return self
         return ShapedArray(self.shape, dtypes.float0, False, vma=self.vma_order,
-                           unreduced=self.unreduced_order, reduced=self.reduced_order)
+                           unreduced=self.unreduced_order, reduced=self.reduced_order,
+                           memory_space=self.memory_space)
 
     def str_short(self) -> str:
-        """``f32[3,4]`` (``f32[8@X,4]`` with a sharding in the type), the form
-        jaxprs print."""
-        return f"{short_dtype_name(self.dtype)}[{self._dims_str()}]{self.vma_str()}"
+        """``f32[3,4]`` (``f32[8@X,4]`` with a sharding in the type,
+        ``f32<host>[3,4]`` in host memory), the form jaxprs print."""
+        return (f"{short_dtype_name(self.dtype)}{space_suffix(self.memory_space)}"
+                f"[{self._dims_str()}]{self.vma_str()}")
 
     def vma_str(self) -> str:
         """``{V:i}`` / ``{V:(y,x)}`` for a value varying over manual axes (and
@@ -229,9 +244,11 @@ class ShapedArray:
         return ",".join(map(str, self.shape))
 
     def str_long(self) -> str:
-        """``float32[3,4]`` (``float32[8@X,4]`` with a sharding in the type),
-        the form JAX's messages and reprs print."""
-        return f"{self.dtype.name}[{self._dims_str()}]{self.vma_str()}"
+        """``float32[3,4]`` (``float32[8@X,4]`` with a sharding in the type,
+        ``float32<host>[3,4]`` in host memory), the form JAX's messages and
+        reprs print."""
+        return (f"{self.dtype.name}{space_suffix(self.memory_space)}"
+                f"[{self._dims_str()}]{self.vma_str()}")
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""

@@ -46,6 +46,7 @@ import numpy as np
 from lamina_tracing_core import core
 from lamina_tracing_core import names as _names
 from lamina_tracing_core import sharding_in_types as _sit
+from lamina_tracing_core import memory as _memory
 from lamina_tracing_core import source_info as _si
 from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.avals import InvalidInputError, ShapedArray, get_aval
@@ -324,6 +325,8 @@ class DynamicJaxprTrace(Trace):
             out = abstract(*[t._aval for t in tracers], **params)
         if _sit.types_sharded[0]:
             out = _sharded_types(primitive, tracers, out, params)
+        if _memory.spaces_used[0]:
+            out = _memory.with_result_spaces(primitive, [t._aval for t in tracers], out)
         if _vma._checking[0]:
             out = _vma.result_avals(primitive, [t._aval for t in tracers], out, params)
         frame = self.frame

@@ -13,7 +13,10 @@ impl_rules           ``impl(*values, **params) -> out``: eager execution of
                      primitive is in ``core.impls_checking_inputs``.
 abstract_eval_rules  ``rule(*avals, **params) -> aval`` (or a list when the
                      primitive has ``multiple_results``); checks its inputs and
-                     raises a clear TypeError/ValueError on bad ones.
+                     raises a clear TypeError/ValueError on bad ones. Results
+                     then take the operands' common memory space (see
+                     ``memory``) unless the primitive is in
+                     ``memory.own_space_primitives``.
 effect_rules         ``rule(**params) -> Effects``: effects of one equation
                      (e.g. the named axes a collective uses). Optional.
 jvp_rules            ``rule(primals, tangents, **params) -> (primal_out,
@@ -41,6 +44,7 @@ from typing import Any
 
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.effects import Effects
+from lamina_tracing_core.memory import spaces_used, with_result_spaces
 
 Rule = Callable[..., Any]
 
@@ -86,13 +90,17 @@ class Primitive:
         effectful = effectful_abstract_eval_rules.get(self)
         if effectful is not None:
             out, effs = effectful(*avals, **params)
+            if spaces_used[0]:
+                out = with_result_spaces(self, avals, out)
             return out, frozenset(effs)
         rule = abstract_eval_rules.get(self)
         if rule is None:
             raise MissingRuleError(f"primitive {self.name} has no abstract evaluation rule")
         effects = effect_rules.get(self)
-        return rule(*avals, **params), (effects(**params) if effects is not None
-                                        else frozenset())
+        out = rule(*avals, **params)
+        if spaces_used[0]:
+            out = with_result_spaces(self, avals, out)
+        return out, (effects(**params) if effects is not None else frozenset())
 
     # Registration helpers, so rules can be written beside the primitive.
     def def_impl(self, rule: Rule) -> Rule:
@@ -179,6 +187,8 @@ def abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict[str, A
     if rule is None:
         raise MissingRuleError(f"primitive {prim.name} has no abstract evaluation rule")
     out = rule(*avals, **params)
+    if spaces_used[0]:
+        out = with_result_spaces(prim, avals, out)
     return list(out) if prim.multiple_results else [out]
 
 

@@ -51,9 +51,10 @@ LAMINA_ONLY = frozenset({"__about__", "__main__", "api_extras", "call_primitives
                          "transforms"})
 
 #: JAX names that are objects, not modules: ``jax.config`` is the settings
-#: object, and ``import jax.config`` fails in JAX 0.10 (lamina's is a module,
-#: which the alias therefore does not offer for import).
-NOT_IMPORTABLE = frozenset({"config"})
+#: object and ``jax.memory`` a namespace, and ``import jax.config`` /
+#: ``import jax.memory`` fail in JAX 0.10 (lamina's are modules, which the
+#: alias therefore does not offer for import).
+NOT_IMPORTABLE = frozenset({"config", "memory"})
 
 #: ``jax.version``: made by the alias (not a lamina module: lamina's own
 #: version is ``lamina.__version__``), reporting the JAX API version.
