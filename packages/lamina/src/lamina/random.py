@@ -48,6 +48,7 @@ from lamina_tracing_core.base_primitives import bdim_at_front
 from lamina_tracing_core.lax import helpers as lax_helpers
 from lamina_tracing_core.lax import special as lax_special
 from lamina_tracing_core.numpy import _util
+from lamina_tracing_core import out_sharding as _out_sharding
 from lamina_tracing_core.out_sharding import takes_out_sharding
 from lamina_tracing_core.numpy.key_arrays import (IMPLS, RBG, THREEFRY, UNSAFE_RBG, KeyDType,
                                                    PRNGImpl, PRNGKeyArray, resolve_impl)
@@ -291,10 +292,14 @@ def _check_legacy_key(fun: str) -> None:
     warnings.warn(message, UserWarning, stacklevel=_caller_level())
 
 
+_OWN_FILES = (__file__, _out_sharding.__file__)
+
+
 def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside this module (the user's call)."""
+    """The ``stacklevel`` of the first frame outside this module and the
+    ``out_sharding`` wrapper around its samplers (the user's call)."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename == __file__:
+    while frame is not None and frame.f_code.co_filename in _OWN_FILES:
         frame, level = frame.f_back, level + 1  # type: ignore[assignment]
     return level
 
