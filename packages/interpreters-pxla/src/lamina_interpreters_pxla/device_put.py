@@ -55,6 +55,7 @@ from lamina_tracing_core.ad import is_undefined_primal
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.core import Tracer
 from lamina_tracing_core.memory import kind_to_space, own_space_primitives
+from lamina_tracing_core.numpy import creation as jnp_creation
 from lamina_tracing_core.primitives import (
     Primitive,
     batching_rules,
@@ -367,3 +368,6 @@ jvp_rules[device_put_p] = _jvp
 transpose_rules[device_put_p] = _transpose
 batching_rules[device_put_p] = _batch
 register_lowering(device_put_p, _lowering)
+
+# jnp's creation functions place their results (their ``device=``) with it
+jnp_creation.device_put_impl[:] = [device_put]

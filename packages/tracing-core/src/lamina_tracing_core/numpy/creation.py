@@ -12,13 +12,14 @@ lax ops, so under ``jit`` they are staged rather than embedded.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from lamina_tracing_core.avals import check_shape_size, get_aval
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import core, dtypes, lax
+from lamina_tracing_core.out_sharding import takes_out_sharding
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array
@@ -34,6 +35,35 @@ __all__ = [
 
 _place = _util.host_array
 
+#: JAX's ``device_put(x, device)``, registered by the runtime (the layer with
+#: devices): the ``device=`` of the creation functions places through it.
+device_put_impl: list[Callable[[Any, Any], Any]] = []
+
+
+def _check_device_or_out_sharding(fun: str, device: Any, out_sharding: Any) -> None:
+    """JAX's ValueError when both ``device`` and ``out_sharding`` are given."""
+    if device is not None and out_sharding is not None:
+        raise ValueError(f"Only one of `device` or `out_sharding` can be set. Got "
+                         f"device={device!r} and out_sharding={out_sharding!r} (the device "
+                         f"and out_sharding of jnp.{fun})")
+
+
+def _placed(fun: str, x: Any, device: Any, *, traced: bool) -> Any:
+    """``x`` put on ``device`` (a Device or a Sharding; None leaves ``x`` as
+    it is), as JAX's ``device=``: an eager result is committed there; a
+    traced one is placed only where JAX's function places it (``traced``),
+    else ``device`` is ignored under the trace, as in JAX. An eager result
+    placed by the ``full`` family (not ``traced``) is strongly typed, as JAX's."""
+    if device is None or (not traced and isinstance(x, core.Tracer)):
+        return x
+    if not device_put_impl:
+        raise RuntimeError(f"lamina.numpy.{fun}: device= needs lamina's runtime; import "
+                           "lamina first")
+    if not traced:
+        # JAX builds these shard by shard from a concrete fill: strongly typed
+        x = _util.strip_weak(x)
+    return device_put_impl[0](x, device)
+
 
 def _check_order(fun: str, order: Any, allowed: tuple[Any, ...] = ("K", "A", "C", None)) -> None:
     if order not in allowed:
@@ -47,11 +77,24 @@ def _user_dtype(fun: str, dtype: Any) -> np.dtype[Any] | None:
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
-          ndmin: int = 0) -> Array:
+          ndmin: int = 0, *, device: Any = None, out_sharding: Any = None) -> Array:
     """A lamina array from ``object`` (array, scalar or nested lists of them).
 
     Python scalars give weakly typed arrays; lists are strongly typed, with
-    the promoted dtype of their elements; ``ndmin`` prepends size-1 axes."""
+    the promoted dtype of their elements; ``ndmin`` prepends size-1 axes.
+    ``device`` (a Device or Sharding) places the result there, also under a
+    trace; ``out_sharding`` (a ``PartitionSpec`` or ``NamedSharding``)
+    reshards it, as JAX's; not both."""
+    _check_device_or_out_sharding("array", device, out_sharding)
+    out = _array(object, dtype, copy, order, ndmin)
+    if out_sharding is not None:
+        _util.out_sharding("array", out_sharding, _util.shape_of(out))  # JAX's checks first
+        return _resharded(out, out_sharding=out_sharding)
+    return _placed("array", out, device, traced=True)
+
+
+def _array(object: Any, dtype: Any, copy: bool, order: str | None, ndmin: int) -> Array:
+    """``array`` without placement."""
     _check_order("array", order)
     if is_key_array(object):
         if dtype is not None and dtype != object.dtype:
@@ -90,6 +133,14 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     return out
 
 
+def _same(x: Array) -> Array:
+    """``x`` itself (laid out by the ``out_sharding`` ``takes_out_sharding`` adds)."""
+    return x
+
+
+_resharded: Callable[..., Array] = takes_out_sharding("jnp.array")(_same)
+
+
 def _check_int_fits(value: int, dtype: Any) -> None:
     """``array(300, uint8)`` is an error, as in NumPy and JAX (arithmetic
     with a weakly typed 300 wraps instead)."""
@@ -100,15 +151,18 @@ def _check_int_fits(value: int, dtype: Any) -> None:
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, *,
-            copy: bool | None = None) -> Array:
-    """``a`` as a lamina array, without copying an existing Array."""
-    return array(a, dtype=dtype, copy=bool(copy), order=order)
+            copy: bool | None = None, device: Any = None, out_sharding: Any = None) -> Array:
+    """``a`` as a lamina array, without copying an existing Array (placed or
+    resharded as ``array``'s ``device`` and ``out_sharding`` say)."""
+    _check_device_or_out_sharding("asarray", device, out_sharding)
+    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device,
+                 out_sharding=out_sharding)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = False,
            device: Any = None) -> Any:
-    """``x`` converted to ``dtype``."""
-    return array(x, dtype=dtype, copy=copy)
+    """``x`` converted to ``dtype`` (placed on ``device`` when given)."""
+    return array(x, dtype=dtype, copy=copy, device=device)
 
 
 def copy(a: Any, order: str | None = None) -> Array:
@@ -146,32 +200,46 @@ def _is_inexact_dim(d: Any) -> bool:
     return dtypes.is_inexact(dtype)
 
 
-def _filled(fun: str, shape: Any, value: int, dtype: Any, out_sharding: Any) -> Array:
+def _filled(fun: str, shape: Any, value: int, dtype: Any, device: Any,
+            out_sharding: Any) -> Array:
+    _check_device_or_out_sharding(fun, device, out_sharding)
     dt = _user_dtype(fun, dtype) or dtypes.default_float_dtype()
     dims = _shape(fun, shape, dt)
-    return lax.full(dims, value, dt, sharding=_util.out_sharding(fun, out_sharding, dims))
+    out = lax.full(dims, value, dt, sharding=_util.out_sharding(fun, out_sharding, dims))
+    return _placed(fun, out, device, traced=False)
 
 
-def zeros(shape: Any, dtype: Any = None, *, out_sharding: Any = None) -> Array:
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Array:
     """An array of zeros (default dtype float32, or float64 with x64), split
-    as ``out_sharding`` says (a ``PartitionSpec`` or ``NamedSharding``)."""
-    return _filled("zeros", shape, 0, dtype, out_sharding)
+    as ``out_sharding`` says (a ``PartitionSpec`` or ``NamedSharding``), or
+    placed on ``device`` (a Device or Sharding; as JAX's, ignored under a
+    trace); not both."""
+    return _filled("zeros", shape, 0, dtype, device, out_sharding)
 
 
-def ones(shape: Any, dtype: Any = None, *, out_sharding: Any = None) -> Array:
-    """An array of ones, split as ``out_sharding`` says."""
-    return _filled("ones", shape, 1, dtype, out_sharding)
+def ones(shape: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Array:
+    """An array of ones, split or placed as ``zeros``'s."""
+    return _filled("ones", shape, 1, dtype, device, out_sharding)
 
 
-def empty(shape: Any, dtype: Any = None, *, out_sharding: Any = None) -> Array:
-    """An array of zeros (lamina has no uninitialised memory), split as
-    ``out_sharding`` says."""
-    return _filled("empty", shape, 0, dtype, out_sharding)
+def empty(shape: Any, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Array:
+    """An array of zeros (lamina has no uninitialised memory), split or
+    placed as ``zeros``'s."""
+    return _filled("empty", shape, 0, dtype, device, out_sharding)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, out_sharding: Any = None) -> Array:
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (broadcast if an
-    array), split as ``out_sharding`` says."""
+    array), split or placed as ``zeros``'s."""
+    _check_device_or_out_sharding("full", device, out_sharding)
+    return _placed("full", _full(shape, fill_value, dtype, out_sharding), device, traced=False)
+
+
+def _full(shape: Any, fill_value: Any, dtype: Any, out_sharding: Any) -> Array:
     dims = _shape("full", shape)
     dt = _user_dtype("full", dtype)
     # A Python int goes to lax.full as it is, which converts it to `dtype` as
@@ -208,37 +276,54 @@ def _like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any,
                                              sharding))
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *,
+def _placed_like(fun: str, a: Any, fill_value: Any, dtype: Any, shape: Any, device: Any,
+                 out_sharding: Any = None) -> Array:
+    """``_like``'s result placed on ``device`` (ignored under a trace, as JAX's)."""
+    _check_device_or_out_sharding(fun, device, out_sharding)
+    out = _like(fun, a, fill_value, dtype, shape, out_sharding)
+    return _placed(fun, out, device, traced=False)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
                out_sharding: Any = None) -> Array:
     """Zeros with the shape and dtype of ``a`` (weak type kept), split as
-    ``out_sharding`` says, else like ``a`` (see ``lax.full_like``)."""
-    return _like("zeros_like", a, 0, dtype, shape, out_sharding)
+    ``out_sharding`` says, else like ``a`` (see ``lax.full_like``), or placed
+    on ``device`` as ``zeros``'s; not both."""
+    return _placed_like("zeros_like", a, 0, dtype, shape, device, out_sharding)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None, *,
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
               out_sharding: Any = None) -> Array:
-    """Ones with the shape and dtype of ``a``, split as ``zeros_like``'s."""
-    return _like("ones_like", a, 1, dtype, shape, out_sharding)
+    """Ones with the shape and dtype of ``a``, split or placed as ``zeros_like``'s."""
+    return _placed_like("ones_like", a, 1, dtype, shape, device, out_sharding)
 
 
-def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Array:
-    """Zeros with the shape and dtype of ``prototype`` (split like it; JAX's
-    takes no ``out_sharding``)."""
-    return _like("empty_like", prototype, 0, dtype, shape)
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
+               device: Any = None) -> Array:
+    """Zeros with the shape and dtype of ``prototype`` (split like it, or
+    placed on ``device``; JAX's takes no ``out_sharding``)."""
+    return _placed_like("empty_like", prototype, 0, dtype, shape, device)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
-              out_sharding: Any = None) -> Array:
-    """``fill_value`` with the shape and dtype of ``a``, split as
+              device: Any = None, out_sharding: Any = None) -> Array:
+    """``fill_value`` with the shape and dtype of ``a``, split or placed as
     ``zeros_like``'s."""
-    return _like("full_like", a, fill_value, dtype, shape, out_sharding)
+    return _placed_like("full_like", a, fill_value, dtype, shape, device, out_sharding)
 
 
 # --- ranges -----------------------------------------------------------------------------
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
-           out_sharding: Any = None) -> Array:
+           device: Any = None, out_sharding: Any = None) -> Array:
     """Evenly spaced values in ``[start, stop)``; the bounds must be concrete.
-    ``out_sharding`` splits the result (its iota; the scaling follows)."""
+    ``out_sharding`` splits the result (its iota; the scaling follows);
+    ``device`` places it, also under a trace (as JAX's); not both."""
+    _check_device_or_out_sharding("arange", device, out_sharding)
+    return _placed("arange", _arange(start, stop, step, dtype, out_sharding), device,
+                   traced=True)
+
+
+def _arange(start: Any, stop: Any, step: Any, dtype: Any, out_sharding: Any) -> Array:
     bounds = [start, stop, step]
     names = ["start", "stop", "step"]
     values = [None if b is None else _util.concrete("arange", b, f"the {n} argument")
@@ -272,14 +357,19 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *,
+             device: Any = None) -> Any:
     """``num`` evenly spaced values from ``start`` to ``stop`` (array bounds
-    broadcast; the samples go along ``axis``)."""
+    broadcast; the samples go along ``axis``); ``device`` places the values
+    (not the step), also under a trace, as JAX's."""
     num = _util.concrete_int("linspace", num, "the num argument")
     if num < 0:
         raise ValueError(f"lamina.numpy.linspace: number of samples, {num}, must be non-negative")
-    return _linspace_compiled(start, stop, num, bool(endpoint), bool(retstep),
-                              _user_dtype("linspace", dtype), int(axis))
+    out = _linspace_compiled(start, stop, num, bool(endpoint), bool(retstep),
+                             _user_dtype("linspace", dtype), int(axis))
+    if retstep:
+        return _placed("linspace", out[0], device, traced=True), out[1]
+    return _placed("linspace", out, device, traced=True)
 
 
 def _linspace(start: Any, stop: Any, num: int, endpoint: bool, retstep: bool,
@@ -356,8 +446,14 @@ def diagonal_mask(n: int, m: int, k: int, compare: Any) -> Array:
     return compare(lax.add(rows, np.asarray(k, dtypes.default_int_dtype())), cols)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Array:
-    """An ``N x M`` array with ones on the ``k``-th diagonal."""
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *,
+        device: Any = None) -> Array:
+    """An ``N x M`` array with ones on the ``k``-th diagonal, placed on
+    ``device`` when given (ignored under a trace)."""
+    return _placed("eye", _eye(N, M, k, dtype), device, traced=False)
+
+
+def _eye(N: int, M: int | None, k: int, dtype: Any) -> Array:
     n = _util.concrete_int("eye", N, "N")
     m = n if M is None else _util.concrete_int("eye", M, "M")
     k = _util.concrete_int("eye", k, "k")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamina_tracing_core.avals import get_aval
@@ -186,10 +186,12 @@ def _broadcast_labels(term: _Term, sizes: dict[str, int]) -> _Term:
 
 # --- contraction --------------------------------------------------------------------------------
 def _contract_pair(a: _Term, b: _Term, keep: set[str], precision: Any,
-                   preferred: Any, out: tuple[str, TypeSharding | None] | None = None) -> _Term:
+                   preferred: Any, out: tuple[str, TypeSharding | None] | None = None,
+                   dot: Callable[..., Any] | None = None) -> _Term:
     """One dot_general; ``keep`` holds the labels still needed afterwards;
     ``out`` (the output labels and the einsum's out_sharding) splits its
-    result where it is the last one."""
+    result where it is the last one; ``dot``, when given, is called in place
+    of lamina's as JAX calls its ``_dot_general``."""
     a = _sum_labels(a, {c for c in a.labels if c not in keep and c not in b.labels})
     b = _sum_labels(b, {c for c in b.labels if c not in keep and c not in a.labels})
     shared = [c for c in a.labels if c in b.labels]
@@ -201,7 +203,13 @@ def _contract_pair(a: _Term, b: _Term, keep: set[str], precision: Any,
     labels = batch + [c for c in a.labels if c not in shared] + \
         [c for c in b.labels if c not in shared]
     sharding = None if out is None else _label_sharding(labels, *out)
-    value = dot_general(a.value, b.value, contracting, batching, precision, preferred, sharding)
+    if dot is None:
+        value = dot_general(a.value, b.value, contracting, batching, precision, preferred,
+                            sharding)
+    else:
+        extra = {} if sharding is None else {"out_sharding": sharding}
+        value = dot(a.value, b.value, (contracting, batching), precision,
+                    preferred_element_type=preferred, **extra)
     return _Term(value, labels)
 
 
@@ -284,12 +292,15 @@ def _plan(fun: str, inputs: list[str], output: str, shapes: list[tuple[int, ...]
 
 def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any = "auto",
            precision: Any = None, preferred_element_type: Any = None,
-           out_sharding: Any = None) -> Array:
+           _dot_general: Callable[..., Any] | None = None, out_sharding: Any = None) -> Array:
     """Einstein summation over the operands as written by ``subscripts``
     (``'ij,jk->ik'``; ``...`` for broadcast axes; implicit output as NumPy),
     or in the interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``.
     ``out_sharding`` splits the result of the last contraction (as JAX's, an
-    einsum without one ignores it)."""
+    einsum without one ignores it). ``_dot_general`` (JAX's private hook)
+    replaces each contraction's ``lax.dot_general``: it is called as
+    ``(lhs, rhs, dimension_numbers, precision, preferred_element_type=...)``,
+    with ``out_sharding=`` for a sharded last contraction."""
     _util.check_out("einsum", out)
     if not isinstance(subscripts, str):
         subscripts, ops = _interleaved((subscripts,) + operands)
@@ -316,7 +327,8 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
         i, j = pair
         keep = _needed(terms, {i, j}, output)
         final = (output, sharding) if n == len(order) - 1 else None
-        merged = _contract_pair(terms[i], terms[j], keep, precision, preferred, final)
+        merged = _contract_pair(terms[i], terms[j], keep, precision, preferred, final,
+                                _dot_general)
         terms = [t for k, t in enumerate(terms) if k not in pair] + [merged]
     if len(terms) != 1:
         raise ValueError("lamina.numpy.einsum: the contraction path does not reduce the "

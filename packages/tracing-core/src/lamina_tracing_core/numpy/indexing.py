@@ -22,6 +22,7 @@ from lamina_tracing_core import core, dtypes, lax
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core.lax import common as lax_common
 from lamina_tracing_core.lax.convert import convert_element_type_internal
+from lamina_tracing_core.out_sharding import takes_out_sharding
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
@@ -101,10 +102,13 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
                       mode=gather_mode, fill_value=fill_value)
 
 
-def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: str | None = None,
-                    fill_value: Any = None) -> Array:
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
+                    mode: str | None = None, fill_value: Any = None, *,
+                    wrap_negative_indices: bool | None = None) -> Array:
     """``arr`` gathered at ``indices`` along ``axis``; the other axes of
-    ``arr`` and ``indices`` broadcast against each other."""
+    ``arr`` and ``indices`` broadcast against each other. Negative indices
+    count from the end when ``wrap_negative_indices`` (by default, unless
+    ``mode='promise_in_bounds'``, as JAX's); else they are out of bounds."""
     x = _util.operand("take_along_axis", arr, "arr")
     idx = _index_operand("take_along_axis", indices)
     if axis is None:
@@ -122,7 +126,10 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None, mode: 
     x = _util.broadcast_to("take_along_axis", x, batch[:ax] + (x_shape[ax],) + batch[ax + 1:])
     idx = _util.broadcast_to("take_along_axis", idx, batch[:ax] + (i_shape[ax],) + batch[ax + 1:])
     gather_mode = _gather_mode("take_along_axis", mode)
-    idx = _normalize(idx, x_shape[ax], wrap=mode == "wrap")
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    if wrap_negative_indices or mode == "wrap":
+        idx = _normalize(idx, x_shape[ax], wrap=mode == "wrap")
     out_shape = batch[:ax] + (i_shape[ax],) + batch[ax + 1:]
     if math.prod(out_shape) == 0:
         return _empty_result(x, out_shape)
@@ -362,9 +369,12 @@ def unravel_index(indices: ArrayLike, shape: Any) -> tuple[Array, ...]:
 
 
 def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise",
-                      order: str = "C") -> Array:
+                      order: str = "C", *, dtype: Any = None) -> Array:
     """Flat indices of the coordinate arrays ``multi_index`` in an array of
-    shape ``dims`` (``mode`` 'raise' needs concrete indices; 'wrap' or 'clip')."""
+    shape ``dims`` (``mode`` 'raise' needs concrete indices; 'wrap' or 'clip'),
+    of ``dtype``: by default the coordinates' integer dtype (a Python int's is
+    the default one), as JAX's. JAX's ValueError for a dtype that is not an
+    integer one or cannot hold the largest flat index."""
     if order != "C":
         raise _util.UnsupportedArgumentError("lamina.numpy.ravel_multi_index: only order='C' is "
                                              "supported")
@@ -373,31 +383,51 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise",
     if len(coords) != len(shape):
         raise ValueError(f"lamina.numpy.ravel_multi_index: {len(coords)} coordinate arrays for "
                          f"{len(shape)} dimensions")
+    result_dtype = _flat_index_dtype(coords, shape, dtype)
     coords = _util.promote_args("ravel_multi_index", *coords)
     out_shape = _util.broadcast_shapes("ravel_multi_index", *(_util.shape_of(c) for c in coords))
     coords = [_util.broadcast_to("ravel_multi_index", c, out_shape) for c in coords]
-    fixed = []
-    for c, d in zip(coords, shape):
-        dt = get_aval(c).dtype
-        if mode == "raise":
-            values = _util.concrete("ravel_multi_index", c,
-                                    "multi_index (with mode='raise'; use 'clip' or 'wrap')")
-            if values.size and (values.min() < 0 or values.max() >= d):
-                raise ValueError("lamina.numpy.ravel_multi_index: invalid entry in coordinates "
-                                 "array")
-        elif mode == "wrap":
-            c = _normalize(c, d, wrap=True)
-        elif mode == "clip":
-            c = lax.clamp(np.asarray(0, dt), c, np.asarray(max(d - 1, 0), dt))
-        else:
-            raise ValueError(f"lamina.numpy.ravel_multi_index: invalid mode {mode!r}")
-        fixed.append(c)
-    flat = lax.full(out_shape, 0, get_aval(fixed[0]).dtype)
+    fixed = [_util.convert(_fixed_coordinate(c, d, mode), result_dtype)
+             for c, d in zip(coords, shape)]
+    flat = lax.full(out_shape, 0, result_dtype)
     stride = 1
     for c, d in zip(reversed(fixed), reversed(shape)):
-        flat = lax.add(flat, lax.mul(c, np.asarray(stride, get_aval(c).dtype)))
+        flat = lax.add(flat, lax.mul(c, np.asarray(stride, result_dtype)))
         stride *= d
     return flat
+
+
+def _flat_index_dtype(coords: Sequence[Any], shape: tuple[int, ...], dtype: Any) -> Any:
+    """``ravel_multi_index``'s result dtype, checked as JAX checks it."""
+    given = _util.user_dtype("ravel_multi_index", dtype)
+    if given is None:
+        given = dtypes.result_type(*coords, 0)
+    if not dtypes.issubdtype(given, np.integer):
+        raise ValueError(f"lamina.numpy.ravel_multi_index: dtype={given!r} is not an integer "
+                         "type.")
+    if math.prod(shape) - 1 > np.iinfo(given).max:
+        raise ValueError(
+            f"jnp.ravel_multi_index: dtype={given!r} not large enough to hold flattened index "
+            f"for dims={shape}. Use the dtype argument to pass a suitable dtype (e.g. "
+            "dtype=np.min_scalar_type(prod(dims))).")
+    return given
+
+
+def _fixed_coordinate(c: Any, d: int, mode: str) -> Any:
+    """One coordinate array made valid for a dimension of size ``d`` by ``mode``."""
+    dt = get_aval(c).dtype
+    if mode == "raise":
+        values = _util.concrete("ravel_multi_index", c,
+                                "multi_index (with mode='raise'; use 'clip' or 'wrap')")
+        if values.size and (values.min() < 0 or values.max() >= d):
+            raise ValueError("lamina.numpy.ravel_multi_index: invalid entry in coordinates "
+                             "array")
+        return c
+    if mode == "wrap":
+        return _normalize(c, d, wrap=True)
+    if mode == "clip":
+        return lax.clamp(np.asarray(0, dt), c, np.asarray(max(d - 1, 0), dt))
+    raise ValueError(f"lamina.numpy.ravel_multi_index: invalid mode {mode!r}")
 
 
 def ix_(*args: ArrayLike) -> tuple[Array, ...]:
@@ -863,6 +893,16 @@ def _box_update(x: Any, box: tuple[list[int], list[int], list[int]], values: Arr
     return lax.dynamic_update_slice(x, values, idx_starts)
 
 
+def _at_get(array: Any, index: Any, mode: Any, fill_value: Any) -> Array:
+    """``x.at[index].get(mode=, fill_value=)``."""
+    if mode is None:
+        return getitem(array, index)
+    return _getitem_core(array, index, lax.GatherScatterMode.from_any(mode), fill_value)
+
+
+_at_get_resharded: Callable[..., Array] = takes_out_sharding("x.at[...].get")(_at_get)
+
+
 class IndexUpdateRef:
     """``x.at[idx]``: the functional counterpart of ``x[idx] = ...``."""
 
@@ -876,11 +916,14 @@ class IndexUpdateRef:
         return f"IndexUpdateRef({self.array!r}, {self.index!r})"
 
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode: Any = None, fill_value: Any = None) -> Array:
-        if mode is None:
-            return getitem(self.array, self.index)
-        return _getitem_core(self.array, self.index, lax.GatherScatterMode.from_any(mode),
-                             fill_value)
+            mode: Any = None, fill_value: Any = None, out_sharding: Any = None) -> Array:
+        """``x[idx]`` (gathered with ``mode`` and ``fill_value`` when given);
+        ``out_sharding`` lays out the result, the gather running with the
+        mesh's Explicit axes made Auto, as JAX's ``rewriting_take``."""
+        if out_sharding is None:
+            return _at_get(self.array, self.index, mode, fill_value)
+        return _at_get_resharded(self.array, self.index, mode, fill_value,
+                                 out_sharding=out_sharding)
 
     def set(self, values: ArrayLike, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: Any = None) -> Array:

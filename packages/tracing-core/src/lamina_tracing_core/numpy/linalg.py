@@ -523,14 +523,16 @@ def _default_rtol(x: Any) -> Any:
     return float(np.finfo(get_aval(lax.abs(x)).dtype).eps) * max(m, n)
 
 
-def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *,
+def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
                 tol: ArrayLike | None = None) -> Array:
-    """The number of singular values above ``rtol * max(s)`` (or above ``tol``)."""
+    """The number of singular values above ``rtol * max(s)`` (or above ``tol``).
+    ``hermitian``: ``M`` is taken to be Hermitian, its singular values the
+    absolute values of its eigenvalues (``eigvalsh``), as JAX's."""
     (a,) = _util.promote_dtypes_inexact("linalg.matrix_rank", M)
     if _util.ndim_of(a) < 2:
         return lax.convert_element_type(red.any(lax.ne(a, lax.full_like(a, 0))),
                                         dtypes.int32)
-    s = svdvals(a)
+    s = lax.abs(eigvalsh(a)) if hermitian else svdvals(a)
     real = get_aval(s).dtype
     nd = _util.ndim_of(s)
     if tol is not None:

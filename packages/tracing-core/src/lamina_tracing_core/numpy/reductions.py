@@ -21,6 +21,7 @@ import numpy as np
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import api as tc_api
 from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core.out_sharding import takes_out_sharding
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
@@ -265,22 +266,41 @@ def _var_dtypes(fun: str, x: Any, dtype: Any) -> tuple[np.dtype[Any], np.dtype[A
 
 def var(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
-        correction: int | float | None = None) -> Array:
+        mean: ArrayLike | None = None, correction: int | float | None = None) -> Array:
     """The variance over ``axis``: ``sum(|x - mean|**2) / (N - ddof)``; called
-    eagerly, one compiled program (``ddof`` one of its operands), as JAX's."""
+    eagerly, one compiled program (``ddof`` one of its operands), as JAX's.
+    ``mean``, when given, is used instead of computing it: a scalar or an
+    array of ``a``'s rank that broadcasts to it (``keepdims=True``'s shape)."""
     _util.check_out("var", out)
     if correction is not None:
         ddof = correction  # type: ignore[assignment]
     x = _util.operand("var", a, "a")
     compute, result = _var_dtypes("var", x, dtype)
+    given = None if mean is None else _given_mean("var", mean, x)
     return _var_compiled(x, _static_axis("var", x, axis), compute, result, bool(keepdims),
-                         where, _util.operand("var", ddof, "ddof"))
+                         where, _util.operand("var", ddof, "ddof"), given)
+
+
+def _given_mean(fun: str, mean: Any, x: Any) -> Any:
+    """A user's ``mean`` for ``var``/``std`` as an operand: JAX's TypeError
+    (from its subtraction) when it is neither a scalar nor of ``x``'s rank."""
+    m = _util.operand(fun, mean, "mean")
+    ranks = {_util.ndim_of(m), _util.ndim_of(x)}
+    if len(ranks) > 1 and 0 not in ranks:
+        raise TypeError(f"sub: arrays must have the same number of dimensions, got {ranks} "
+                        f"(the mean of {_util.qualified(fun)})")
+    return m
 
 
 def _var(x: Any, axis: Axis, compute: Any, result: Any, keepdims: bool, where: Any,
-         ddof: Any) -> Array:
+         ddof: Any, given_mean: Any = None) -> Array:
     x = _util.convert(x, compute)
-    centered = lax.sub(x, mean(x, axis=axis, dtype=compute, keepdims=True, where=where))
+    if given_mean is None:
+        center = mean(x, axis=axis, dtype=compute, keepdims=True, where=where)
+    else:
+        center = _util.broadcast_to("var", _util.convert(given_mean, compute),
+                                    _util.shape_of(x))
+    centered = lax.sub(x, center)
     if dtypes.is_complex(compute):
         squares = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -304,13 +324,15 @@ _var_compiled = tc_api.compiled_when_eager(_var, static_argnums=(1, 2, 3, 4))
 
 def std(a: ArrayLike, axis: Axis = None, dtype: Any = None, out: None = None,
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
-        correction: int | float | None = None) -> Array:
-    """The standard deviation: ``sqrt(var(...))``."""
+        mean: ArrayLike | None = None, correction: int | float | None = None) -> Array:
+    """The standard deviation: ``sqrt(var(...))`` (``mean`` as ``var``'s)."""
     _util.check_out("std", out)
     given = _util.user_dtype("std", dtype)
     if given is not None and not dtypes.is_inexact(given):
         raise ValueError(f"lamina.numpy.std: the dtype argument must be inexact; got {given}")
-    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
+    if mean is not None:
+        _given_mean("std", mean, _util.operand("std", a, "a"))
+    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
             correction=correction)
     return lax.sqrt(v)
 
@@ -610,10 +632,13 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
     return _quantile("quantile", a, q, axis, method, keepdims)
 
 
+@takes_out_sharding("jnp.percentile")
 def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear",
                keepdims: bool = False) -> Array:
-    """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis``."""
+    """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis``;
+    ``out_sharding`` lays out the result, computed with the mesh's Explicit
+    axes made Auto, as JAX's."""
     _util.check_out("percentile", out)
     return _quantile("percentile", a, q, axis, method, keepdims, percent=True)
 
@@ -813,17 +838,22 @@ def nancumprod(a: ArrayLike, axis: int | None = None, dtype: Any = None,
 
 def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: ArrayLike | None = None,
-        aweights: ArrayLike | None = None) -> Array:
+        aweights: ArrayLike | None = None, dtype: Any = None) -> Array:
     """The covariance matrix of the variables in the rows (or columns, if not
-    ``rowvar``) of ``m`` (and ``y``); a single variable gives a scalar."""
+    ``rowvar``) of ``m`` (and ``y``); a single variable gives a scalar.
+    ``dtype`` (a float or complex dtype) is the one the observations are
+    converted to and computed in, as JAX's."""
     if fweights is not None or aweights is not None:
         raise _util.UnsupportedArgumentError("lamina.numpy.cov: fweights and aweights are not "
                                              "supported")
     (x,) = _util.promote_dtypes_inexact("cov", m)
     x = _as_variables(x, rowvar)
+    wanted = _inexact_dtype_arg("cov", dtype)
     if y is not None:
         (extra,) = _util.promote_dtypes_inexact("cov", y)
         x = lax.concatenate(_util.promote_dtypes("cov", x, _as_variables(extra, rowvar)), 0)
+    if wanted is not None:
+        x = _util.convert(x, wanted)
     n = _util.shape_of(x)[1]
     correction = (0 if bias else 1) if ddof is None else ddof
     centered = lax.sub(x, mean(x, axis=1, keepdims=True))
@@ -831,6 +861,16 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     prod_ = matmul(centered, matrix_transpose(conj))
     out = lax.div(prod_, np.asarray(n - correction, get_aval(prod_).dtype))
     return lax.reshape(out, ()) if _util.shape_of(out) == (1, 1) else out
+
+
+def _inexact_dtype_arg(fun: str, dtype: Any) -> Any:
+    """``cov``'s and ``corrcoef``'s ``dtype`` (None stays None); JAX's
+    ValueError for one that is not a float or complex dtype."""
+    given = _util.user_dtype(fun, dtype)
+    if given is not None and not dtypes.is_inexact(given):
+        raise ValueError(f"{_util.qualified(fun)}: dtype must be a subclass of float or "
+                         f"complex; got dtype={dtype!r}")
+    return given
 
 
 def _as_variables(x: Any, rowvar: bool) -> Any:
@@ -843,17 +883,20 @@ def _as_variables(x: Any, rowvar: bool) -> Any:
     return x if rowvar else lax.transpose(x, (1, 0))
 
 
-def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Array:
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True,
+             dtype: Any = None) -> Array:
     """Pearson correlation coefficients (``cov`` divided by the standard
-    deviation of the row, then of the column, clipped to [-1, 1]); called
-    eagerly, one compiled program, as JAX's."""
+    deviation of the row, then of the column, clipped to [-1, 1]), computed
+    in ``dtype`` when given (as ``cov``'s); called eagerly, one compiled
+    program, as JAX's."""
+    wanted = _inexact_dtype_arg("corrcoef", dtype)
     xs = _util.operand("corrcoef", x, "x")
     ys = None if y is None else _util.operand("corrcoef", y, "y")
-    return _corrcoef_compiled(xs, ys, bool(rowvar))
+    return _corrcoef_compiled(xs, ys, bool(rowvar), wanted)
 
 
-def _corrcoef(x: Any, y: Any, rowvar: bool) -> Array:
-    c = cov(x, y, rowvar)
+def _corrcoef(x: Any, y: Any, rowvar: bool, dtype: Any = None) -> Array:
+    c = cov(x, y, rowvar, dtype=dtype)
     if _util.ndim_of(c) == 0:
         return lax.div(c, c)
     d = lax.real(diagonal(c)) if dtypes.is_complex(get_aval(c).dtype) else diagonal(c)
@@ -872,7 +915,7 @@ def _corrcoef(x: Any, y: Any, rowvar: bool) -> Array:
     return lax.clamp(np.asarray(-1, get_aval(out).dtype), out, np.asarray(1, get_aval(out).dtype))
 
 
-_corrcoef_compiled = tc_api.compiled_when_eager(_corrcoef, static_argnums=(2,))
+_corrcoef_compiled = tc_api.compiled_when_eager(_corrcoef, static_argnums=(2, 3))
 
 
 

@@ -19,6 +19,7 @@ from lamina_tracing_core import dtypes, lax
 
 from lamina_tracing_core.mesh import TypeSharding
 from lamina_tracing_core.sharding_in_types import ShardingTypeError
+from lamina_tracing_core.out_sharding import takes_out_sharding
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy.creation import asarray
@@ -511,12 +512,15 @@ def _tiled_sharding(aval: Any, nd: int, counts: tuple[int, ...],
     return TypeSharding(aval.sharding.mesh, spec)
 
 
+@takes_out_sharding("jnp.repeat")
 def repeat(a: ArrayLike, repeats: Any, axis: int | None = None, *,
            total_repeat_length: int | None = None) -> Array:
     """Each element repeated ``repeats`` times along ``axis`` (flattened if None).
 
     ``repeats`` must be concrete (a per-element array of repeats too), unless
-    ``total_repeat_length`` gives the output length."""
+    ``total_repeat_length`` gives the output length. ``out_sharding`` lays
+    out the result, computed with the mesh's Explicit axes made Auto (JAX's
+    ``_auto_repeat``)."""
     x = _operand("repeat", a)
     if axis is None:
         x = ravel(x)

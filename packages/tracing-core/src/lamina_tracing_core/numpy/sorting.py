@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from lamina_tracing_core.avals import get_aval
 from lamina_tracing_core import dtypes, lax
+from lamina_tracing_core.sharding_in_types import ShardingTypeError
 
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
@@ -48,14 +49,16 @@ def sort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: Any = 
 
 
 def argsort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: Any = None,
-            stable: bool = True, descending: bool = False) -> Array:
-    """The indices that sort ``a`` along ``axis`` (stable: ties keep their order)."""
+            stable: bool = True, descending: bool = False, dtype: Any = None) -> Array:
+    """The indices that sort ``a`` along ``axis`` (stable: ties keep their order),
+    of ``dtype`` when given (as JAX, any dtype it accepts, floats included),
+    else of the default integer dtype."""
     _check_sort_args("argsort", kind, order)
     x, ax = _flat_or("argsort", a, axis)
     shape = _util.shape_of(x)
     if not shape:
         raise ValueError("lamina.numpy.argsort: cannot sort a 0-d array along an axis")
-    ints = dtypes.default_int_dtype()
+    ints = _util.user_dtype("argsort", dtype) or dtypes.default_int_dtype()
     iota = lax.broadcasted_iota(ints, shape, ax)
     if not descending:
         _, idx = lax.sort((x, iota), dimension=ax, is_stable=stable, num_keys=1)
@@ -93,14 +96,23 @@ def _total_lt(x: Any, y: Any) -> Any:
     return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(y_nan, lax.bitwise_not(x_nan)))
 
 
+_SEARCH_METHODS = ["compare_all", "scan", "scan_unrolled", "sort"]
+
+
+def _check_search_method(fun: str, method: Any) -> None:
+    """JAX's error for a ``method`` ``searchsorted`` does not have."""
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"{_util.qualified(fun)}: invalid argument method={method!r}, "
+                         f"expected one of {_SEARCH_METHODS}")
+
+
 def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None,
                  *, method: str = "scan") -> Array:
     """Where ``v``'s elements would go in the sorted 1-D ``a`` to keep it sorted
     (a binary search of ``ceil(log2(len(a) + 1))`` steps)."""
     if side not in ("left", "right"):
         raise ValueError(f"lamina.numpy.searchsorted: side must be 'left' or 'right', got {side!r}")
-    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
-        raise ValueError(f"lamina.numpy.searchsorted: unknown method {method!r}")
+    _check_search_method("searchsorted", method)
     sorted_a, values = _util.promote_dtypes("searchsorted", a, v)
     if _util.ndim_of(sorted_a) != 1:
         raise ValueError("lamina.numpy.searchsorted: a must be 1-D")
@@ -135,8 +147,13 @@ def _gather_1d(a: Any, idx: Any) -> Any:
                       mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
-def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False) -> Array:
-    """The index of the bin each element of ``x`` falls in (monotonic ``bins``)."""
+def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,
+             method: str | None = None) -> Array:
+    """The index of the bin each element of ``x`` falls in (monotonic ``bins``).
+    ``method`` is ``searchsorted``'s (checked as there; every method gives the
+    same indices)."""
+    if method is not None:
+        _check_search_method("digitize", method)
     xs, edges = _util.operands("digitize", x, bins)
     if _util.ndim_of(edges) != 1:
         raise ValueError("lamina.numpy.digitize: bins must be 1-D")
@@ -248,9 +265,10 @@ def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = Fal
 
 
 def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0, *,
-             length: int | None = None) -> Array:
+             length: int | None = None, out_sharding: Any = None) -> Array:
     """Counts (or summed ``weights``) of each non-negative integer in ``x``;
-    under a transformation ``length`` must be given (larger values are dropped)."""
+    under a transformation ``length`` must be given (larger values are dropped).
+    ``out_sharding`` may only be replicated (JAX's ShardingTypeError else)."""
     xs = _util.operand("bincount", x, "x")
     if not (dtypes.is_integer(get_aval(xs).dtype) or dtypes.is_boolean(get_aval(xs).dtype)):
         raise TypeError(f"lamina.numpy.bincount: x must be an integer array, got "
@@ -263,6 +281,10 @@ def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0,
         length = max(minlength, int(values.max()) + 1 if values.size else 0)
     else:
         length = _util.concrete_int("bincount", length, "length")
+    if _util.out_sharding("bincount", out_sharding, (length,)) is not None:
+        raise ShardingTypeError("out_sharding passed to `jnp.bincount` can only be fully "
+                                "replicated or fully unreduced along all mesh axes (the "
+                                "out_sharding of jnp.bincount)")
     if weights is None:
         w = lax.full(_util.shape_of(xs), 1, dtypes.default_int_dtype())
     else:

@@ -807,11 +807,22 @@ reciprocal, sinc, square, negative, positive = (
 absolute, abs, fabs, sign = (_UNARY[n] for n in ("absolute", "abs", "fabs", "sign"))
 floor, ceil, trunc = (_UNARY[n] for n in ("floor", "ceil", "trunc"))
 isnan, isinf, isfinite, signbit = (_UNARY[n] for n in ("isnan", "isinf", "isfinite", "signbit"))
-real, imag, conj, conjugate = (_UNARY[n] for n in ("real", "imag", "conj", "conjugate"))
+conj, conjugate = (_UNARY[n] for n in ("conj", "conjugate"))
 
 
-def isposinf(x: ArrayLike, /) -> Array:
-    """True where ``x`` is plus infinity."""
+def real(val: ArrayLike, /) -> Array:
+    """The real part of ``val`` (``val`` itself when it is real); JAX's parameter name."""
+    return _UNARY["real"](val)
+
+
+def imag(val: ArrayLike, /) -> Array:
+    """The imaginary part of ``val`` (zeros when it is real); JAX's parameter name."""
+    return _UNARY["imag"](val)
+
+
+def isposinf(x: ArrayLike, /, out: None = None) -> Array:
+    """True where ``x`` is plus infinity (``out`` only None, as JAX's)."""
+    _util.check_out("isposinf", out)
     (a,) = _util.operands("isposinf", x)
     if _is_complex(a):
         raise ValueError("lamina.numpy.isposinf is not defined for complex input")
@@ -819,8 +830,9 @@ def isposinf(x: ArrayLike, /) -> Array:
         else lax.full_like(a, False, dtypes.bool_)
 
 
-def isneginf(x: ArrayLike, /) -> Array:
-    """True where ``x`` is minus infinity."""
+def isneginf(x: ArrayLike, /, out: None = None) -> Array:
+    """True where ``x`` is minus infinity (``out`` only None, as JAX's)."""
+    _util.check_out("isneginf", out)
     (a,) = _util.operands("isneginf", x)
     if _is_complex(a):
         raise ValueError("lamina.numpy.isneginf is not defined for complex input")
@@ -952,8 +964,9 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
     return _select(isneginf(out), _util.convert(_util.operand("nan_to_num", lo), _dt(a)), out)
 
 
-def modf(x: ArrayLike, /) -> tuple[Array, Array]:
-    """The fractional and integral parts of ``x``."""
+def modf(x: ArrayLike, /, out: None = None) -> tuple[Array, Array]:
+    """The fractional and integral parts of ``x`` (``out`` only None, as JAX's)."""
+    _util.check_out("modf", out)
     (a,) = _util.promote_args_inexact("modf", x)
     whole = _trunc(a)
     return lax.sub(a, whole), whole
