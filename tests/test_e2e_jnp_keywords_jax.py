@@ -299,3 +299,51 @@ def test_einsum_calls_the_given_dot_general():
 def test_keyword_errors(call, error, text):
     with pytest.raises(error, match=re.escape(text)):
         call()
+
+
+def test_inverted_cdf_quantiles_and_weights():
+    """JAX 0.10.2's ``method='inverted_cdf'`` and its ``weights`` (values
+    recorded from JAX; the data is NumPy's RandomState(0))."""
+    rng = np.random.RandomState(0)
+    x = rng.randn(4, 6).astype(np.float32)
+    w = rng.rand(4, 6).astype(np.float32)
+    w1 = rng.rand(6).astype(np.float32)
+    xn = x.copy()
+    xn[1, 2] = np.nan
+    nan = float("nan")
+    cases = [
+        (lambda: jnp.quantile(x, 0.5, axis=1, method="inverted_cdf", weights=w),
+         [1.764052391052246, 0.14404356479644775, 0.44386324286460876, -0.8540957570075989]),
+        (lambda: jnp.quantile(x, jnp.array([0.25, 0.75]), axis=1, method="inverted_cdf",
+                              weights=w1, keepdims=True),
+         [[[0.978738009929657], [-0.10321885347366333], [0.3336743414402008],
+           [-0.8540957570075989]],
+          [[1.764052391052246], [0.9500884413719177], [0.7610377073287964],
+           [0.3130677044391632]]]),
+        (lambda: jnp.quantile(xn, 0.5, axis=1, method="inverted_cdf"),
+         [0.978738009929657, nan, 0.3336743414402008, -0.7421650290489197]),
+        (lambda: jnp.nanquantile(xn, 0.5, axis=1, method="inverted_cdf", weights=w),
+         [1.764052391052246, 0.4105985164642334, 0.44386324286460876, -0.8540957570075989]),
+        (lambda: jnp.nanpercentile(xn, jnp.array([10.0, 90.0]), axis=0, method="inverted_cdf"),
+         [[0.3130677044391632, -0.8540957570075989, -2.5529897212982178, 0.3336743414402008,
+           0.14404356479644775, -0.9772778749465942],
+          [1.764052391052246, 0.40015721321105957, 0.978738009929657, 2.2408931255340576,
+           1.8675580024719238, 1.4542734622955322]]),
+        (lambda: jnp.quantile(x, 0.5, axis=1, method="inverted_cdf", weights=w - 0.5),
+         [nan] * 4),  # a negative weight makes the slice NaN
+    ]
+    for make, expected in cases:
+        for out in (make(), lx.jit(make)()):
+            np.testing.assert_array_equal(np.asarray(out), np.asarray(expected, np.float32))
+    with pytest.raises(NotImplementedError, match="linear doesn't support weights. Only method "
+                                                  "'inverted_cdf' supports weights."):
+        jnp.quantile(x, 0.5, axis=1, weights=w)
+    with pytest.raises(ValueError, match="Weights cannot be complex types."):
+        jnp.quantile(x, 0.5, axis=1, method="inverted_cdf", weights=w.astype(np.complex64))
+    with pytest.raises(ValueError, match="Weights shape must match 'a' shape when axis is None."):
+        jnp.quantile(x, 0.5, method="inverted_cdf", weights=w1)
+    with pytest.raises(ValueError, match=r"Weights shape \(6,\) must match reduction axes \(4,\)"):
+        jnp.quantile(x, 0.5, axis=0, method="inverted_cdf", weights=w1)
+    with pytest.raises(ValueError, match="method can only be 'linear', 'lower', 'higher', "
+                                         "'midpoint', 'nearest' or 'inverted_cdf'"):
+        jnp.quantile(x, 0.5, method="foo")

@@ -625,25 +625,26 @@ def _moved_last(fun: str, a: Any, axis: Axis) -> tuple[Any, tuple[int, ...]]:
 
 def quantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
              overwrite_input: bool = False, method: str = "linear",
-             keepdims: bool = False) -> Array:
+             keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
     """The ``q``-th quantiles (``0 <= q <= 1``) over ``axis``; NaN if any element
-    is NaN. Methods: linear, lower, higher, nearest, midpoint."""
+    is NaN. Methods: linear, lower, higher, nearest, midpoint, inverted_cdf
+    (the only one taking ``weights``, one per element or per reduced position)."""
     _util.check_out("quantile", out)
-    return _quantile("quantile", a, q, axis, method, keepdims)
+    return _quantile("quantile", a, q, axis, method, keepdims, weights=weights)
 
 
 @takes_out_sharding("jnp.percentile")
 def percentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False) -> Array:
-    """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis``;
-    ``out_sharding`` lays out the result, computed with the mesh's Explicit
-    axes made Auto, as JAX's."""
+               keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
+    """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis`` (``weights``
+    as :func:`quantile`'s); ``out_sharding`` lays out the result, computed
+    with the mesh's Explicit axes made Auto, as JAX's."""
     _util.check_out("percentile", out)
-    return _quantile("percentile", a, q, axis, method, keepdims, percent=True)
+    return _quantile("percentile", a, q, axis, method, keepdims, percent=True, weights=weights)
 
 
-_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf")
 
 
 def _scalar_as_vector(x: Any, axis: Axis) -> Any:
@@ -653,12 +654,17 @@ def _scalar_as_vector(x: Any, axis: Axis) -> Any:
 
 
 def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
-              skip_nans: bool = False, percent: bool = False) -> Array:
+              skip_nans: bool = False, percent: bool = False, weights: Any = None) -> Array:
     """Checks the arguments, then runs :func:`_quantile_of` (one compiled
     program when called eagerly, as JAX's)."""
     if method not in _METHODS:
-        raise ValueError(f"lamina.numpy.{fun}: method must be one of {_METHODS}, got {method!r}")
-    (x,) = _util.promote_dtypes_inexact(fun, a)
+        raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', "
+                         f"'nearest' or 'inverted_cdf' (lamina.numpy.{fun} got {method!r})")
+    if weights is None:
+        (x,) = _util.promote_dtypes_inexact(fun, a)
+        w = None
+    else:
+        x, w = _promoted_with_weights(fun, a, weights, method)
     x = _util.strip_weak(x)
     if dtypes.is_complex(get_aval(x).dtype):
         raise ValueError(f"lamina.numpy.{fun} does not support complex input, as the "
@@ -668,14 +674,44 @@ def _quantile(fun: str, a: Any, q: Any, axis: Axis, method: str, keepdims: bool,
     axes = _util.canonicalize_axes(fun, axis, _util.ndim_of(x))
     if math.prod(_util.shape_of(x)[i] for i in axes) == 0:
         raise ValueError(f"lamina.numpy.{fun} of an empty array")
-    return _quantile_compiled(x, qs, axes, method, bool(keepdims), skip_nans, percent)
+    if w is not None:
+        w = _weights_like(fun, w, x, axis, axes)
+    return _quantile_compiled(x, qs, axes, method, bool(keepdims), skip_nans, percent, w)
+
+
+def _promoted_with_weights(fun: str, a: Any, weights: Any, method: str) -> tuple[Any, Any]:
+    """``a`` and ``weights`` promoted together (JAX's checks and messages)."""
+    w = _util.operand(fun, weights, "weights")
+    if dtypes.is_complex(get_aval(w).dtype):
+        raise ValueError(f"Weights cannot be complex types. (lamina.numpy.{fun})")
+    if method != "inverted_cdf":
+        raise NotImplementedError(f"{method} doesn't support weights. Only method "
+                                  f"'inverted_cdf' supports weights. (lamina.numpy.{fun})")
+    x, w = _util.promote_dtypes_inexact(fun, a, w)
+    return x, _util.strip_weak(w)
+
+
+def _weights_like(fun: str, w: Any, x: Any, axis: Axis, axes: tuple[int, ...]) -> Any:
+    """Weights of ``x``'s shape: given so, or one per reduced position."""
+    shape, w_shape = _util.shape_of(x), _util.shape_of(w)
+    if w_shape == shape:
+        return w
+    if axis is None:
+        raise ValueError(f"Weights shape must match 'a' shape when axis is None. "
+                         f"(lamina.numpy.{fun}: weights of shape {w_shape}, a of {shape})")
+    reduced = tuple(shape[i] for i in axes)
+    if w_shape != reduced:
+        raise ValueError(f"Weights shape {w_shape} must match reduction axes {reduced} "
+                         f"(lamina.numpy.{fun})")
+    return lax.broadcast_in_dim(w, shape, axes)
 
 
 def _quantile_of(x: Any, qs: Any, axes: tuple[int, ...], method: str, keepdims: bool,
-                 skip_nans: bool, percent: bool) -> Array:
+                 skip_nans: bool, percent: bool, weights: Any = None) -> Array:
     """JAX's arithmetic: positions ``q * (count - 1)`` and the interpolation
     ``low * (1 - w) + high * w`` in the dtype of ``q``, the result converted
-    to the dtype of ``x``."""
+    to the dtype of ``x`` (``inverted_cdf``: the first value whose cumulative
+    weight reaches ``q`` of the total)."""
     qdt = get_aval(qs).dtype
     if percent:
         qs = lax.div(qs, _util.convert(100, qdt))
@@ -685,12 +721,16 @@ def _quantile_of(x: Any, qs: Any, axes: tuple[int, ...], method: str, keepdims: 
         x = lax.select(lax.ne(x, x), lax.full_like(x, np.nan), x)
     flat, _ = _moved_last("quantile", x, axes)
     n = _util.shape_of(flat)[-1]
-    ordered = lax.sort(flat, dimension=-1)
-    batch = _util.shape_of(ordered)[:-1]
+    batch = _util.shape_of(flat)[:-1]
     q_shape = _util.shape_of(qs)
     q_flat = lax.reshape(qs, (math.prod(q_shape),))
     out_shape = batch + _util.shape_of(q_flat)
     q_b = lax.broadcast_in_dim(q_flat, out_shape, (len(batch),))
+    if method == "inverted_cdf":
+        w = lax.full_like(flat, 1) if weights is None else _moved_last("quantile", weights, axes)[0]
+        result = _inverted_cdf(flat, w, q_b, skip_nans)
+        return _quantiles_laid_out(result, shape, batch, q_shape, axes, keepdims)
+    ordered = lax.sort(flat, dimension=-1)
     one = _util.convert(1, qdt)
     if skip_nans:
         # NaNs sort last: each slice interpolates over its own non-NaN count.
@@ -731,7 +771,12 @@ def _quantile_of(x: Any, qs: Any, axes: tuple[int, ...], method: str, keepdims: 
     result = lax.select(lax.broadcast_in_dim(has_nan, _util.shape_of(result),
                                              tuple(range(len(batch) + 1))),
                         lax.full_like(result, np.nan), result)
-    # (batch..., q) -> (q..., batch...) with the reduced axes kept if asked.
+    return _quantiles_laid_out(result, shape, batch, q_shape, axes, keepdims)
+
+
+def _quantiles_laid_out(result: Any, shape: tuple[int, ...], batch: tuple[int, ...],
+                        q_shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Any:
+    """(batch..., q) -> (q..., batch...), with the reduced axes kept if asked."""
     result = lax.reshape(result, batch + q_shape)
     nb = len(batch)
     result = lax.transpose(result, tuple(range(nb, nb + len(q_shape))) + tuple(range(nb)))
@@ -741,7 +786,52 @@ def _quantile_of(x: Any, qs: Any, axes: tuple[int, ...], method: str, keepdims: 
     return result
 
 
+def _inverted_cdf(flat: Any, w: Any, q_b: Any, skip_nans: bool) -> Any:
+    """Per slice of ``flat`` (batch..., n) with weights ``w``: for each ``q``
+    (``q_b``: batch..., Q) the smallest value whose cumulative weight is not
+    below ``q`` times the total, in JAX's steps; NaN for a slice with a
+    negative or NaN weight, or (unless ``skip_nans``) a NaN, or only NaNs."""
+    if not skip_nans:  # a NaN makes its whole slice NaN, as JAX's sort-based path
+        nan_slice = any(lax.ne(flat, flat), axis=-1, keepdims=True)
+        flat = lax.select(lax.broadcast_in_dim(nan_slice, _util.shape_of(flat),
+                                               tuple(range(_util.ndim_of(flat)))),
+                          lax.full_like(flat, np.nan), flat)
+    ordered, w = lax.sort((flat, w), dimension=-1, num_keys=1)
+    zero = lax.full_like(w, 0)
+    bad = lax.bitwise_or(lax.lt(w, zero), lax.ne(w, w))
+    nan_data = lax.ne(ordered, ordered)
+    cum = lax.cumsum(lax.select(lax.bitwise_or(bad, nan_data), zero, w), axis=_util.ndim_of(w) - 1)
+    nb = _util.ndim_of(cum) - 1
+    total = lax.slice_in_dim(cum, _util.shape_of(cum)[-1] - 1, None, axis=nb)  # (batch..., 1)
+    qdt = get_aval(q_b).dtype
+    target = lax.mul(q_b, _util.convert(total, qdt))  # (batch..., Q)
+    below = lax.lt(lax.broadcast_in_dim(_util.convert(cum, qdt), _util.shape_of(target)[:-1]
+                                        + _util.shape_of(target)[-1:] + _util.shape_of(cum)[-1:],
+                                        tuple(range(nb)) + (nb + 1,)),
+                   lax.broadcast_in_dim(target, _util.shape_of(target) + _util.shape_of(cum)[-1:],
+                                        tuple(range(nb + 1))))
+    ints = dtypes.default_int_dtype()
+    idx = sum(lax.convert_element_type(below, ints), axis=-1)  # (batch..., Q)
+    n = _util.shape_of(ordered)[-1]
+    if skip_nans:
+        valid = sum(lax.bitwise_not(nan_data), axis=-1, keepdims=True, dtype=ints)
+    else:
+        valid = lax.full(_util.shape_of(total), n, ints)
+    limit = lax.broadcast_in_dim(lax.sub(valid, lax.full_like(valid, 1)), _util.shape_of(idx),
+                                 tuple(range(nb + 1)))
+    idx = lax.max(lax.full_like(idx, 0), lax.min(idx, limit))
+    result = lax.take_along_axis(ordered, idx, nb)
+    force_nan = any(bad, axis=-1, keepdims=True)
+    if skip_nans:
+        force_nan = lax.bitwise_or(force_nan, lax.eq(valid, lax.full_like(valid, 0)))
+    else:
+        force_nan = lax.bitwise_or(force_nan, any(nan_data, axis=-1, keepdims=True))
+    return lax.select(lax.broadcast_in_dim(force_nan, _util.shape_of(result), tuple(range(nb + 1))),
+                      lax.full_like(result, np.nan), result)
+
+
 _quantile_compiled = tc_api.compiled_when_eager(_quantile_of, static_argnums=(2, 3, 4, 5, 6))
+
 
 
 def median(a: ArrayLike, axis: Axis = None, out: None = None, overwrite_input: bool = False,
@@ -753,20 +843,21 @@ def median(a: ArrayLike, axis: Axis = None, out: None = None, overwrite_input: b
 
 def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
                 overwrite_input: bool = False, method: str = "linear",
-                keepdims: bool = False) -> Array:
+                keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
     """The ``q``-th quantiles (``0 <= q <= 1``) over ``axis``, ignoring NaNs
     (NaN where a slice has only NaNs)."""
     _util.check_out("nanquantile", out)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, skip_nans=True)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, skip_nans=True,
+                     weights=weights)
 
 
 def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axis = None, out: None = None,
                   overwrite_input: bool = False, method: str = "linear",
-                  keepdims: bool = False) -> Array:
+                  keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
     """The ``q``-th percentiles (``0 <= q <= 100``) over ``axis``, ignoring NaNs."""
     _util.check_out("nanpercentile", out)
     return _quantile("nanpercentile", a, q, axis, method, keepdims, skip_nans=True,
-                     percent=True)
+                     percent=True, weights=weights)
 
 
 def nanmedian(a: ArrayLike, axis: Axis = None, out: None = None,
