@@ -45,6 +45,8 @@ threefry_partitionable    LAMINA_THREEFRY_PARTITIONABLE     tracing-core
                                                             trace_settings
 softmax_custom_jvp        LAMINA_SOFTMAX_CUSTOM_JVP         tracing-core
                                                             trace_settings
+high_dynamic_range_gumbel LAMINA_HIGH_DYNAMIC_RANGE_GUMBEL  tracing-core
+                                                            trace_settings
 transfer_guard,           (none; jaxlib's default, allow)   runtime
 transfer_guard_host_to_                                     transfer_guard
 device, ..._device_to_
@@ -172,7 +174,7 @@ _SETTINGS: dict[str, _Setting] = {
     **{name: _trace_setting(name) for name in
        ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
         "auto_pcast", "legacy_prng_key", "default_prng_impl", "threefry_partitionable",
-        "softmax_custom_jvp")},
+        "softmax_custom_jvp", "high_dynamic_range_gumbel")},
 }
 _SETTINGS.update({f"transfer_guard_{direction}": _transfer_guard(direction)
                   for direction in transfer_guard.DIRECTIONS})
@@ -205,6 +207,7 @@ _ALIASES = {
     "jax_default_prng_impl": "default_prng_impl",
     "jax_threefry_partitionable": "threefry_partitionable",
     "jax_softmax_custom_jvp": "softmax_custom_jvp",
+    "jax_high_dynamic_range_gumbel": "high_dynamic_range_gumbel",
     "jax_transfer_guard": "transfer_guard",
     "jax_array_garbage_collection_guard": "array_garbage_collection_guard",
     "jax_thread_guard": "thread_guard",

@@ -650,11 +650,86 @@ def cauchy(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
     return lax.tan(lax.mul(np.asarray(np.pi, dt), lax.sub(u, np.asarray(0.5, dt))))
 
 
-def gumbel(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
-    """Standard Gumbel floats ``-log(-log(u))``."""
+def gumbel(key: KeyArray, shape: Shape = (), dtype: Any = None, mode: str | None = None
+           ) -> Array:
+    """Standard Gumbel floats ``-log(-log(u))``. ``mode`` (JAX's): ``'low'``
+    draws one uniform per sample; ``'high'`` two, so the tail (events of
+    probability below ~1e-7 in float32) keeps its precision; ``'highest'``
+    builds float32 uniforms from 64 random bits; None: the
+    ``high_dynamic_range_gumbel`` setting's choice."""
+    chosen = _gumbel_mode(mode)
     dt = _float_dtype("gumbel", dtype)
-    u = _uniform(key, _shape("gumbel", shape), dt, float(dtypes.finfo(dt).tiny), 1.0, "gumbel")
+    dims = _shape("gumbel", shape)
+    # one compiled program, as JAX's (its fused arithmetic gives JAX's bits)
+    return _gumbel_compiled(_check_key("gumbel", key), dims, dt, chosen)
+
+
+def _gumbel(key: KeyArray, dims: tuple[int, ...], dt: np.dtype[Any], mode: str) -> Array:
+    if mode != "low":
+        return _gumbel_precise(key, dims, dt, mode)
+    u = _uniform(key, dims, dt, float(dtypes.finfo(dt).tiny), 1.0, "gumbel")
     return lax.neg(lax.log(lax.neg(lax.log(u))))
+
+
+def _gumbel_mode(mode: str | None) -> str:
+    if mode is None:
+        return "high" if trace_settings.state.high_dynamic_range_gumbel else "low"
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    return mode
+
+
+def _gumbel_precise(key: KeyArray, dims: tuple[int, ...], dt: np.dtype[Any], mode: str) -> Array:
+    """The ``'high'``/``'highest'`` Gumbel samplers, in JAX's steps."""
+    if dt == np.float32 and mode == "highest":
+        x, low_half = _uniform_from_64_bits(key, dims)
+        return jnp.where(low_half, -jnp.log(-jnp.log1p(-x)), -jnp.log(-jnp.log(x)))
+    info = dtypes.finfo(dt)
+    both = _uniform(key, (2,) + dims, dt, 0.0, 1.0, "gumbel")
+    high, low = both[0], both[1]
+    # below one half the second draw fills in the bits the first one lacks
+    x = jnp.where(high >= 0.5, high, high + 2.0 ** -int(info.nmant) * low + float(info.tiny))
+    return -jnp.log(-jnp.log1p(-x))
+
+
+def _uniform_from_64_bits(key: KeyArray, dims: tuple[int, ...]) -> tuple[Array, Array]:
+    """Float32 uniforms in (0, 1) from two 32-bit words each, below one half
+    read from the bits and above it from their complement (so that
+    ``log1p(-x)`` and ``log(x)`` each see the precise side), and the mask of
+    the draws below one half."""
+    bits = _random_bits(key, 32, (2,) + dims, "gumbel")
+    neg = lax.bitwise_not(bits)
+    carry = lax.convert_element_type(
+        lax.eq(neg[1], np.asarray(np.iinfo(np.uint32).max, np.uint32)), np.uint32)
+    neg = lax.add(neg, jnp.stack([carry, jnp.ones_like(carry)]))  # 1 - bits, 64-bit fixed point
+    low_half = lax.lt(bits[0], np.asarray(1 << 31, np.uint32))
+    words = jnp.where(low_half, bits, neg)
+    return _float32_from_words(words), low_half
+
+
+def _float32_from_words(words: Array) -> Array:
+    """u32[2, ...] read as a 64-bit fixed-point fraction, rounded down into a
+    float32 in (0, 1): the leading zeros give the exponent, the next 23 bits
+    the mantissa."""
+    info = dtypes.finfo(np.float32)
+    hi, lo = words[0], words[1]
+    hi_zeros, lo_zeros = lax.clz(hi), lax.clz(lo)
+    u32 = np.uint32
+    mantissa = lax.bitwise_or(
+        lax.shift_left(hi, hi_zeros),
+        jnp.where(hi_zeros == 32, lax.shift_left(lo, lo_zeros),
+                  lax.shift_right_logical(lo, lax.sub(np.asarray(32, u32), hi_zeros))))
+    mantissa = lax.shift_right_logical(mantissa, np.asarray(32 - int(info.nmant) - 1, u32))
+    mantissa = lax.bitwise_and(mantissa, np.asarray((1 << int(info.nmant)) - 1, u32))
+    zeros = jnp.where(hi_zeros == 32, lax.add(np.asarray(32, u32), lo_zeros), hi_zeros)
+    exponent = lax.shift_left(lax.sub(np.asarray(-int(info.minexp), u32), zeros),
+                              np.asarray(int(info.nmant), u32))
+    exponent = lax.bitwise_and(
+        exponent, np.asarray((1 << 30) - (1 << (int(info.nmant) - 1)), u32))
+    return lax.bitcast_convert_type(lax.bitwise_or(exponent, mantissa), np.float32)
+
+
+_gumbel_compiled = jit(_gumbel, static_argnums=(1, 2, 3))
 
 
 # --- integers and booleans -------------------------------------------------------------------
@@ -714,17 +789,36 @@ def _bcast(pred: Any, like: Any) -> Any:
         "randint", get_aval(pred).shape, get_aval(like).shape))
 
 
-def bernoulli(key: KeyArray, p: Any = np.float32(0.5), shape: Shape | None = None) -> Array:
-    """Booleans that are True with probability ``p`` (a float)."""
+def bernoulli(key: KeyArray, p: Any = np.float32(0.5), shape: Shape | None = None,
+              mode: str = "low") -> Array:
+    """Booleans that are True with probability ``p`` (a float). ``mode='high'``
+    (JAX's) compares against two uniforms, precise for ``p`` below ~1e-7 in
+    float32, at twice the cost."""
+    if mode not in ("high", "low"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     prob = _util.operand("lamina.random.bernoulli", p, "p")
     dt = dtypes.canonicalize_dtype(get_aval(prob).dtype)
     if not dtypes.is_floating(dt):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     prob = _util.convert(prob, dt)
     dims = get_aval(prob).shape if shape is None else _shape("bernoulli", shape)
+    threshold = _util.broadcast_to("lamina.random.bernoulli",
+                                   _param("bernoulli", prob, dt, len(dims)), dims)
+    if mode == "high":
+        return _bernoulli_high_compiled(_check_key("bernoulli", key), threshold, dims, dt)
     u = _uniform(key, dims, dt, 0.0, 1.0, "bernoulli")
-    threshold = _param("bernoulli", prob, dt, len(dims))
-    return lax.lt(u, _util.broadcast_to("lamina.random.bernoulli", threshold, dims))
+    return lax.lt(u, threshold)
+
+
+def _bernoulli_high(key: KeyArray, threshold: Array, dims: tuple[int, ...],
+                    dt: np.dtype[Any]) -> Array:
+    """``u2 < p - u1`` with ``u2`` scaled down to the resolution ``u1`` lacks."""
+    both = _uniform(key, (2,) + dims, dt, 0.0, 1.0, "bernoulli")
+    fine = lax.mul(both[1], np.asarray(2.0 ** -int(dtypes.finfo(dt).nmant), dt))
+    return lax.lt(fine, lax.sub(threshold, both[0]))
+
+
+_bernoulli_high_compiled = jit(_bernoulli_high, static_argnums=(2, 3))
 
 
 def rademacher(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
@@ -734,9 +828,14 @@ def rademacher(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
     return lax.sub(lax.mul(np.asarray(2, dt), samples), np.asarray(1, dt))
 
 
-def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None = None) -> Array:
+def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None = None,
+                replace: bool = True, mode: str | None = None) -> Array:
     """Indices drawn with probabilities ``softmax(logits)`` along ``axis`` (the
-    Gumbel-max trick); ``shape`` must end with the batch shape of ``logits``."""
+    Gumbel-max trick); ``shape`` must end with the batch shape of ``logits``.
+    ``replace=False`` draws distinct indices per batch element (Gumbel top-k);
+    ``mode`` is :func:`gumbel`'s."""
+    if not replace:
+        return _categorical_without_replacement(key, logits, axis, shape, mode)
     (lg,) = _util.promote_dtypes_inexact("lamina.random.categorical", logits)
     logits_shape = get_aval(lg).shape
     ax = _util.canonicalize_axis("lamina.random.categorical", axis, len(logits_shape))
@@ -749,8 +848,32 @@ def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None 
     prefix = out_shape[:len(out_shape) - len(batch_shape)]
     noise_shape = prefix + logits_shape
     dt = get_aval(lg).dtype
-    noisy = lax.add(gumbel(key, noise_shape, dt), _param("categorical", lg, dt, len(noise_shape)))
+    noisy = lax.add(gumbel(key, noise_shape, dt, mode=mode),
+                    _param("categorical", lg, dt, len(noise_shape)))
     return lax.argmax(noisy, len(prefix) + ax, dtypes.default_int_dtype())
+
+
+def _categorical_without_replacement(key: KeyArray, logits: Any, axis: int,
+                                     shape: Shape | None, mode: str | None) -> Array:
+    """JAX's ``replace=False``: the top ``k`` of ``logits`` plus Gumbel noise,
+    ``k`` the product of the leading dimensions of ``shape``."""
+    (lg,) = _util.promote_dtypes_inexact("lamina.random.categorical", logits)
+    logits_shape = get_aval(lg).shape
+    ax = _util.canonicalize_axis("lamina.random.categorical", axis, len(logits_shape))
+    batch_shape = logits_shape[:ax] + logits_shape[ax + 1:]
+    out_shape = batch_shape if shape is None else _shape("categorical", shape)
+    if len(out_shape) < len(batch_shape) or \
+            out_shape[len(out_shape) - len(batch_shape):] != batch_shape:
+        raise ValueError(f"categorical: shape {out_shape} is not compatible with the batch "
+                         f"shape {batch_shape} of logits")
+    k = math.prod(out_shape[:len(out_shape) - len(batch_shape)])
+    if k > logits_shape[ax]:
+        raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
+                         f"of categories ({logits_shape[ax]}).")
+    noisy = lax.add(lg, gumbel(key, logits_shape, get_aval(lg).dtype, mode=mode))
+    _, indices = lax.top_k(jnp.moveaxis(noisy, ax, -1), k)  # batch + (k,)
+    nd = len(get_aval(indices).shape)
+    return lax.reshape(indices, out_shape, (nd - 1, *range(nd - 1)))
 
 
 def _shuffle(key: KeyArray, x: Array, axis: int) -> Array:
@@ -783,7 +906,7 @@ def permutation(key: KeyArray, x: Any, axis: int = 0, independent: bool = False)
 
 
 def choice(key: KeyArray, a: Any, shape: Shape = (), replace: bool = True, p: Any = None,
-           axis: int = 0) -> Array:
+           axis: int = 0, mode: str | None = None) -> Array:
     """Random draws from ``a`` (or ``arange(a)`` for an integer ``a``) along
     ``axis``, with or without replacement, uniformly or with probabilities ``p``."""
     arr = _util.operand("lamina.random.choice", a, "a")
@@ -823,7 +946,7 @@ def choice(key: KeyArray, a: Any, shape: Shape = (), replace: bool = True, p: An
                                              dtypes.default_int_dtype())
         else:
             # The Gumbel top-k trick draws without replacement with weights p.
-            g = lax.add(gumbel(key, (n,), get_aval(probs).dtype), jnp.log(probs))
+            g = lax.add(gumbel(key, (n,), get_aval(probs).dtype, mode=mode), jnp.log(probs))
             index = lax.convert_element_type(lax.top_k(g, count)[1], dtypes.default_int_dtype())
         picked = index if scalar else jnp.take(arr, index, axis=ax)
     if scalar:

@@ -24,6 +24,9 @@ not be reused under another:
   ``'rbg'`` or ``'unsafe_rbg'``);
 - ``threefry_partitionable``: whether Threefry keys split and draw bits by the
   partitionable scheme (True, JAX's default) or JAX's original one;
+- ``high_dynamic_range_gumbel``: whether ``random.gumbel`` (and ``categorical``,
+  ``choice`` without replacement) draw two uniforms per sample by default
+  (``mode='high'``, JAX's ``jax_high_dynamic_range_gumbel``) or one (False);
 - ``softmax_custom_jvp``: whether ``nn.softmax`` is differentiated by its
   custom JVP rule (True) or through its operations (False, JAX's default).
 
@@ -64,8 +67,10 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "default_prng_impl": PRNG_IMPLS,
     "threefry_partitionable": (True, False),
     "softmax_custom_jvp": (False, True),
+    "high_dynamic_range_gumbel": (False, True),
 }
-_BOOLEANS = frozenset({"auto_pcast", "threefry_partitionable", "softmax_custom_jvp"})
+_BOOLEANS = frozenset({"auto_pcast", "threefry_partitionable", "softmax_custom_jvp",
+                       "high_dynamic_range_gumbel"})
 
 
 class TraceSettings:
@@ -73,7 +78,7 @@ class TraceSettings:
 
     __slots__ = ("numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
                  "auto_pcast", "legacy_prng_key", "default_prng_impl", "threefry_partitionable",
-                 "softmax_custom_jvp", "key")
+                 "softmax_custom_jvp", "high_dynamic_range_gumbel", "key")
 
     def __init__(self) -> None:
         self.numpy_rank_promotion: str = "allow"
@@ -84,6 +89,7 @@ class TraceSettings:
         self.default_prng_impl: str = "threefry2x32"
         self.threefry_partitionable: bool = True
         self.softmax_custom_jvp: bool = False
+        self.high_dynamic_range_gumbel: bool = False
         self.key: tuple[Any, ...] = ()
         for name in _CHOICES:
             value: Any = os.environ.get("LAMINA_" + name.upper())
