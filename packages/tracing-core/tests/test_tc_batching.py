@@ -68,8 +68,16 @@ def test_out_axes_none_for_unbatched_output() -> None:
     out = tc.vmap(lambda x, c: (T.t_sin(x), c), in_axes=(0, None), out_axes=(0, None))(
         np.ones(3, f32), f32(5.0))
     assert np.asarray(out[1]).shape == ()
-    with pytest.raises(ValueError, match="out_axes is None"):
+    # JAX 0.10.2's texts (unnamed and named axis), then the output
+    with pytest.raises(ValueError, match="at vmap out_axes, got axis spec None but output was "
+                                         "batched on axis 0 \\(output"):
         tc.vmap(T.t_sin, out_axes=None)(np.ones(3, f32))
+    with pytest.raises(ValueError, match="vmap has mapped output \\(axis_name=i\\) but "
+                                         "out_axes is None"):
+        tc.vmap(T.t_sin, out_axes=None, axis_name="i")(np.ones(3, f32))
+    # sum_match sums such an output over the mapped axis instead
+    summed = tc.vmap(T.t_sin, out_axes=None, sum_match=True)(np.ones(3, f32))
+    np.testing.assert_allclose(summed, 3 * np.sin(1.0), rtol=1e-6)
 
 
 def test_axis_size_without_mapped_inputs() -> None:

@@ -292,8 +292,18 @@ def devices(backend: str | Client | None = None) -> list[Device]:
 
 
 def local_devices(process_index: int | None = None,
-                  backend: str | Client | None = None) -> list[Device]:
-    """The devices of one process (this one by default)."""
+                  backend: str | Client | None = None,
+                  host_id: int | None = None) -> list[Device]:
+    """The devices of one process (this one by default); ``host_id`` is
+    ``process_index``'s old name."""
+    if host_id is not None:
+        warnings.warn("The argument to jax.local_devices has been renamed from `host_id` to "
+                      "`process_index`. This alias will eventually be removed; please update "
+                      "your code.", UserWarning, stacklevel=2)
+        if process_index is not None:
+            raise ValueError("local_devices: give process_index or its old name host_id, "
+                             "not both")
+        process_index = host_id
     client = get_backend(backend)
     if process_index is None:
         return list(client.local_devices())

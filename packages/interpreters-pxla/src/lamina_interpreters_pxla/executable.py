@@ -353,11 +353,12 @@ def runtime_error(exe: Executable, e: Exception) -> Exception:
 
 
 # --- waiting ---------------------------------------------------------------------
-def block_until_ready(tree: Any) -> Any:
-    """Waits until every Array in ``tree`` is computed; returns ``tree``.
+def block_until_ready(x: Any) -> Any:
+    """Waits until every Array in the pytree ``x`` is computed; returns ``x``.
 
     The arrays are waited on in one batched call; only when it fails are
     they checked one by one, so the error names a deleted (or donated) array."""
+    tree = x
     impls = []
     arrays = []
     for leaf in tree_leaves(tree):

@@ -388,16 +388,26 @@ def default_prng_impl() -> str:
     return _default_impl().name
 
 
-def key_dtype(impl: Any = None) -> KeyDType:
-    """The dtype of typed keys of ``impl`` (default the ``default_prng_impl`` setting)."""
-    return KeyDType(resolve_impl("lamina.random.key_dtype", impl, _default_impl()))
+def key_dtype(impl_spec: Any = None) -> KeyDType:
+    """The dtype of typed keys of ``impl_spec`` (default the ``default_prng_impl`` setting)."""
+    return KeyDType(resolve_impl("lamina.random.key_dtype", impl_spec, _default_impl()))
 
 
-def key(seed: Any, *, impl: Any = None) -> PRNGKeyArray:
+def _impl_or_dtype(fun: str, impl: Any, dtype: Any) -> Any:
+    """The implementation asked for by ``impl`` or (JAX's newer name) ``dtype``."""
+    if dtype is None:
+        return impl
+    if impl is not None:
+        raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to jax.random.{fun}")
+    return dtype
+
+
+def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> PRNGKeyArray:
     """A typed key (shape ``()``, dtype ``key<fry>``, ``key<rbg>`` or
-    ``key<urbg>``) from an integer seed (``impl``, default the
-    ``default_prng_impl`` setting)."""
-    chosen = resolve_impl("lamina.random.key", impl, _default_impl())
+    ``key<urbg>``) from an integer seed (``dtype`` or ``impl``: a key dtype
+    or an implementation name; default the ``default_prng_impl`` setting)."""
+    chosen = resolve_impl("lamina.random.key", _impl_or_dtype("key", impl, dtype),
+                          _default_impl())
     return PRNGKeyArray(_seed_data("key", seed, chosen), chosen)
 
 
@@ -435,9 +445,11 @@ def _check_key_data(fun: str, data: Any, impl: PRNGImpl, name: str = "keys") -> 
     return k
 
 
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> PRNGKeyArray:
-    """Typed keys over raw key data of shape ``(..., *key_shape)`` (uint32)."""
-    chosen = resolve_impl("lamina.random.wrap_key_data", impl)
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> PRNGKeyArray:
+    """Typed keys over raw key data of shape ``(..., *key_shape)`` (uint32);
+    ``dtype`` or ``impl`` names the implementation."""
+    chosen = resolve_impl("lamina.random.wrap_key_data",
+                          _impl_or_dtype("wrap_key_data", impl, dtype))
     if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("lamina.random.wrap_key_data: key_bits_array is already a typed key "
                         "array; pass its key_data")

@@ -784,11 +784,13 @@ def _check_axis_spec(name: str, spec: Any) -> None:
 
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
          axis_name: Any = None, axis_size: int | None = None,
-         spmd_axis_name: Any = None) -> Callable[..., Any]:
+         spmd_axis_name: Any = None, sum_match: bool = False) -> Callable[..., Any]:
     """Vectorizes ``fun`` over the axes ``in_axes`` of its arguments (a prefix
     pytree of the positional arguments: int, None, or containers of them),
     putting the mapped axis of the outputs at ``out_axes``. ``axis_name``
-    binds a named axis for collectives (``psum(x, axis_name)``)."""
+    binds a named axis for collectives (``psum(x, axis_name)``). With
+    ``sum_match`` a mapped output whose ``out_axes`` is None is summed over
+    the mapped axis (otherwise an error)."""
     api_util.check_callable(fun)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
@@ -834,7 +836,8 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         axis_data = batching.AxisData(axis_name, size, spmd_axis_name)
         # negative out_axes count from the end of each batched output;
         # matchaxis/moveaxis normalize them once the output rank is known
-        batched = batching.batch_fun(flat_fun, axis_data, in_dims, out_dims)
+        batched = batching.batch_fun(flat_fun, axis_data, in_dims, out_dims,
+                                     sum_unbatched=bool(sum_match))
         if spmd_axis_name is not None:
             # inside a shard_map body the batched values vary over the spmd
             # axes, so every operation on them does (as JAX types them)

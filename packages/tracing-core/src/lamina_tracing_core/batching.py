@@ -482,7 +482,7 @@ def _vmap_in_main(inner: Callable[..., Any], axis_data: AxisData,
                     val = reduce_sum(val, (d,))
                     results.append(val)
                     continue
-                raise ValueError(_mapped_output_error(debug_info, i, axis_data))
+                raise ValueError(_mapped_output_error(debug_info, i, axis_data, d))
             if dest is not None:
                 # The result has the output's rank plus the batch axis; an
                 # out-of-range ``out_axes`` is an error, never taken modulo it.
@@ -496,7 +496,7 @@ def _vmap_in_main(inner: Callable[..., Any], axis_data: AxisData,
 
 
 
-def _mapped_output_error(debug_info: Any, i: int, axis_data: AxisData) -> str:
+def _mapped_output_error(debug_info: Any, i: int, axis_data: AxisData, axis: int) -> str:
     path = None
     if debug_info is not None:
         try:
@@ -507,9 +507,13 @@ def _mapped_output_error(debug_info: Any, i: int, axis_data: AxisData) -> str:
         if paths is not None and i < len(paths):
             path = paths[i]
     where = f" {path}" if path else f" {i}"
-    name = f" (axis_name={axis_data.name!r})" if axis_data.name is not None else ""
-    return (f"vmap has mapped output{name} but out_axes is None: output{where} depends on "
-            f"the mapped inputs; give it an out_axes entry, or make it unmapped")
+    hint = (f"output{where} depends on the mapped inputs; give it an out_axes entry, or make "
+            "it unmapped")
+    if axis_data.name is not None:  # JAX's two texts, then the output's path
+        return (f"vmap has mapped output (axis_name={axis_data.name}) but out_axes is None "
+                f"({hint})")
+    return (f"at vmap out_axes, got axis spec None but output was batched on axis {axis} "
+            f"({hint})")
 
 
 class _null_context:

@@ -101,30 +101,47 @@ checkpoint_policies = _CheckpointPolicies()
 
 
 # --- the user API --------------------------------------------------------------------
-def checkpoint(fun: Callable[..., Any], prevent_cse: bool = True,
+class _Unset:
+    """``concrete``'s default: JAX 0.10 removed the option but keeps its name."""
+
+
+def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True,
                policy: Callable[..., bool] | None = None,
-               static_argnums: int | tuple[int, ...] = ()) -> Callable[..., Any]:
+               static_argnums: int | tuple[int, ...] = (),
+               static_argnames: str | Sequence[str] = (),
+               concrete: Any = _Unset) -> Callable[..., Any]:
     """``fun`` made to recompute its intermediates in the backward pass instead
-    of saving them (except those ``policy`` allows). ``static_argnums`` are
-    positions of arguments that are not arrays (they are baked into the trace).
-    ``prevent_cse`` keeps the compiler from merging the recomputation with the
-    forward computation."""
+    of saving them (except those ``policy`` allows). ``static_argnums`` /
+    ``static_argnames`` name arguments that are not arrays (they are baked
+    into the trace). ``prevent_cse`` keeps the compiler from merging the
+    recomputation with the forward computation."""
+    if concrete is not _Unset:
+        raise NotImplementedError(
+            "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and "
+            "removed in JAX v0.10.0. In its place please use `static_argnums`; for details "
+            "refer to https://docs.jax.dev/en/latest/jep/11830-new-remat-checkpoint.html.")
     api_util.check_callable(fun)
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    static_names = ((static_argnames,) if isinstance(static_argnames, str)
+                    else tuple(static_argnames))
 
     @functools.wraps(fun)
     def fun_remat(*args: Any, **kwargs: Any) -> Any:
         n = len(args)
         static_pos = {i % n for i in static} if n else set()
         dbg = api_util.debug_info("checkpoint / remat", fun, args, kwargs,
-                                  static_argnums=tuple(sorted(static_pos)))
+                                  static_argnums=tuple(sorted(static_pos)),
+                                  static_argnames=static_names)
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        static_kw = {k: v for k, v in kwargs.items() if k in static_names}
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
 
         def call(*dyn: Any, **kw: Any) -> Any:
             it = iter(dyn)
             full = [args[i] if i in static_pos else next(it) for i in range(n)]
-            return fun(*full, **kw)
+            return fun(*full, **kw, **static_kw)
 
+        kwargs = dyn_kwargs
         args_flat, in_tree = tu.tree_flatten((dyn_args, kwargs))
         wrapped, _ = api_util.result_paths(wrap_init(call, debug_info=dbg))
         flat_fun, out_tree = api_util.flatten_fun(wrapped, in_tree)
