@@ -846,29 +846,20 @@ def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None 
     Gumbel-max trick); ``shape`` must end with the batch shape of ``logits``.
     ``replace=False`` draws distinct indices per batch element (Gumbel top-k);
     ``mode`` is :func:`gumbel`'s."""
+    lg, ax, out_shape, prefix = _categorical_args(logits, axis, shape)
     if not replace:
-        return _categorical_without_replacement(key, logits, axis, shape, mode)
-    (lg,) = _util.promote_dtypes_inexact("lamina.random.categorical", logits)
-    logits_shape = get_aval(lg).shape
-    ax = _util.canonicalize_axis("lamina.random.categorical", axis, len(logits_shape))
-    batch_shape = logits_shape[:ax] + logits_shape[ax + 1:]
-    out_shape = batch_shape if shape is None else _shape("categorical", shape)
-    if len(out_shape) < len(batch_shape) or \
-            out_shape[len(out_shape) - len(batch_shape):] != batch_shape:
-        raise ValueError(f"categorical: shape {out_shape} is not compatible with the batch "
-                         f"shape {batch_shape} of logits")
-    prefix = out_shape[:len(out_shape) - len(batch_shape)]
-    noise_shape = prefix + logits_shape
+        return _categorical_without_replacement(key, lg, ax, out_shape, prefix, mode)
+    noise_shape = prefix + get_aval(lg).shape
     dt = get_aval(lg).dtype
     noisy = lax.add(gumbel(key, noise_shape, dt, mode=mode),
                     _param("categorical", lg, dt, len(noise_shape)))
     return lax.argmax(noisy, len(prefix) + ax, dtypes.default_int_dtype())
 
 
-def _categorical_without_replacement(key: KeyArray, logits: Any, axis: int,
-                                     shape: Shape | None, mode: str | None) -> Array:
-    """JAX's ``replace=False``: the top ``k`` of ``logits`` plus Gumbel noise,
-    ``k`` the product of the leading dimensions of ``shape``."""
+def _categorical_args(logits: Any, axis: int, shape: Shape | None
+                      ) -> tuple[Array, int, tuple[int, ...], tuple[int, ...]]:
+    """The logits (inexact), the axis, the result's shape and its leading
+    dimensions beyond the logits' batch shape (checked)."""
     (lg,) = _util.promote_dtypes_inexact("lamina.random.categorical", logits)
     logits_shape = get_aval(lg).shape
     ax = _util.canonicalize_axis("lamina.random.categorical", axis, len(logits_shape))
@@ -878,7 +869,16 @@ def _categorical_without_replacement(key: KeyArray, logits: Any, axis: int,
             out_shape[len(out_shape) - len(batch_shape):] != batch_shape:
         raise ValueError(f"categorical: shape {out_shape} is not compatible with the batch "
                          f"shape {batch_shape} of logits")
-    k = math.prod(out_shape[:len(out_shape) - len(batch_shape)])
+    return lg, ax, out_shape, out_shape[:len(out_shape) - len(batch_shape)]
+
+
+def _categorical_without_replacement(key: KeyArray, lg: Array, ax: int,
+                                     out_shape: tuple[int, ...], prefix: tuple[int, ...],
+                                     mode: str | None) -> Array:
+    """JAX's ``replace=False``: the top ``k`` of ``logits`` plus Gumbel noise,
+    ``k`` the product of the leading dimensions ``prefix``."""
+    logits_shape = get_aval(lg).shape
+    k = math.prod(prefix)
     if k > logits_shape[ax]:
         raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
                          f"of categories ({logits_shape[ax]}).")
