@@ -177,9 +177,14 @@ def test_mesh_reprs_are_jax_ones() -> None:
         "memory_kind=device)")
     text = str(lx.make_jaxpr(lx.shard_map(lambda a: a, mesh=mesh, in_specs=P("x"),
                                           out_specs=P("x")))(jnp.arange(8.0)))
-    # the params as JAX 0.10.2 prints them
-    assert ("mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto), device_kind=cpu, "
-            "num_cores=None, platform=cpu)") in text
+    # the params as JAX 0.10.2 prints them: the mesh as given (concrete here;
+    # under set_mesh without one, the context's abstract mesh)
+    assert "mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto))" in text
     assert "in_specs=(P('x',),)" in text and "out_specs=(P('x',),)" in text
     assert "newly_manual_axes=frozenset({'x', 'y'})" in text
     assert "manual_axes=(" not in text and "name=" not in text
+    with lx.set_mesh(mesh):
+        text = str(lx.make_jaxpr(lx.shard_map(lambda a: a, in_specs=P("x"),
+                                              out_specs=P("x")))(jnp.arange(8.0)))
+    assert ("mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto), device_kind=cpu, "
+            "num_cores=None, platform=cpu)") in text

@@ -312,3 +312,30 @@ def test_vmap_spmd_axis_name_inside_a_body_must_name_manual_axes() -> None:
                                          r"names 'x', not among the body's manual axes"):
         lx.shard_map(body, mesh=mesh, axis_names={"y"}, in_specs=P("y"),
                      out_specs=P("y"))(jnp.ones((4, 8)))
+
+
+def test_all_gather_to_invarying(devices8):
+    """JAX 0.10.2's ``all_gather(..., to='invarying')``: the gathered value is
+    typed the same on every device (so it may leave through ``P()``), its
+    transpose takes each device's block; values recorded from JAX."""
+    import re
+
+    mesh = lx.make_mesh((4, 2), ("x", "y"), axis_types=(lx.sharding.AxisType.Auto,) * 2)
+    x = jnp.arange(32.0).reshape(8, 4)
+
+    def gathered(a):
+        return lax.all_gather(a, "x", tiled=True, to="invarying")
+
+    f = lx.shard_map(gathered, mesh=mesh, in_specs=P("x"), out_specs=P())
+    np.testing.assert_array_equal(f(x), x)
+    np.testing.assert_array_equal(lx.jit(f)(x), x)
+    np.testing.assert_array_equal(lx.vmap(f)(jnp.stack([x, x + 1])), jnp.stack([x, x + 1]))
+    np.testing.assert_array_equal(lx.grad(lambda a: (f(a) ** 2).sum())(x), 2 * x)
+    stacked = lx.shard_map(lambda b: lax.all_gather(b, "x", axis=1, to="invarying"),
+                           mesh=mesh, in_specs=P("x"), out_specs=P())
+    np.testing.assert_array_equal(lx.grad(lambda a: (stacked(a) ** 3).sum())(x), 3 * x ** 2)
+    assert "all_gather_invariant[" in str(lx.make_jaxpr(f)(x))
+    with pytest.raises(ValueError, match=re.escape(
+            "Got unexpected `to` value for `jax.lax.all_gather`.")):
+        lx.shard_map(lambda a: lax.all_gather(a, "x", to="foo"), mesh=mesh, in_specs=P("x"),
+                     out_specs=P("x"))(x)

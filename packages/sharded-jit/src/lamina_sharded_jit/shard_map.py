@@ -204,7 +204,8 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
            blocks: tuple[ShapedArray, ...], in_specs: tuple[Spec, ...], dbg: Any) -> _Traced:
     key: Hashable | None
     try:
-        key = (in_tree, blocks, in_specs, mesh, manual, sm.check_vma, _spec_key(sm.out_specs),
+        key = (in_tree, blocks, in_specs, mesh, isinstance(sm.mesh, Mesh), manual, sm.check_vma,
+               _spec_key(sm.out_specs),
                dbg.arg_names, core.bound_axis_names(), dtypes.x64_state.enabled,
                trace_settings.state.key)
         hash(key)
@@ -236,7 +237,8 @@ def _trace(sm: _ShardMapped, mesh: Mesh, manual: tuple[str, ...], in_tree: Any,
     if sm.check_vma:
         check_replication(body.out_avals, mesh, out_specs, manual, sm.name, list(paths))
     params = dict(jaxpr=body.jaxpr, mesh=mesh, in_specs=all_in, out_specs=out_specs,
-                  manual_axes=manual, check_vma=sm.check_vma, name=sm.name)
+                  manual_axes=manual, check_vma=sm.check_vma, name=sm.name,
+                  mesh_shown_abstract=not isinstance(sm.mesh, Mesh))
     traced = _Traced(body.consts, body.out_tree, params)
     if table is not None and not any(isinstance(c, core.Tracer) for c in body.consts):
         table[key] = traced

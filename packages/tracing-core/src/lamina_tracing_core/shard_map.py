@@ -79,23 +79,32 @@ shard_map_p.higher_order = True
 
 
 def _spec_text(spec: Spec) -> str:
-    """A spec as JAX prints a ``PartitionSpec``: ``P('x', None)``, ``P(('x', 'y'),)``."""
+    """A spec as JAX prints the user's ``PartitionSpec``: ``P('x', None)``,
+    ``P(('x', 'y'),)``; trailing unsplit dimensions, which users leave out,
+    are left out."""
+    dims = list(spec)
+    while dims and not dims[-1]:
+        dims.pop()
     entries = [("None" if not axes else repr(axes[0]) if len(axes) == 1 else repr(tuple(axes)))
-               for axes in spec]
+               for axes in dims]
     return f"P({entries[0]},)" if len(entries) == 1 else f"P({', '.join(entries)})"
 
 
 def _print_params(params: dict[str, Any]) -> dict[str, str | None]:
-    """JAX's form of the params: specs as ``P(...)``, the abstract mesh, and
-    the axes the body makes manual as ``newly_manual_axes``."""
+    """JAX's form of the params: specs as ``P(...)``, the mesh as it was given
+    (concrete, or the context's abstract mesh), and the axes the body makes
+    manual as ``newly_manual_axes``."""
     mesh = params["mesh"]
     manual = [a for a in mesh.axis_names if a in params["manual_axes"]]
+    shown = getattr(mesh, "abstract_mesh", mesh) if params.get("mesh_shown_abstract", True) \
+        else mesh
     return {
         "in_specs": f"({''.join(_spec_text(s) + ', ' for s in params['in_specs']).rstrip(' ')})",
         "out_specs": f"({''.join(_spec_text(s) + ', ' for s in params['out_specs']).rstrip(' ')})",
-        "mesh": repr(getattr(mesh, "abstract_mesh", mesh)),
+        "mesh": repr(shown) if shown is not mesh else str(mesh),
         "manual_axes": None,
         "name": None,
+        "mesh_shown_abstract": None,
         "newly_manual_axes": "frozenset({" + ", ".join(repr(a) for a in manual) + "})",
     }
 

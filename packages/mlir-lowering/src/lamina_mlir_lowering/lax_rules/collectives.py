@@ -258,6 +258,7 @@ register_lowering(lax.psum_invariant_p, _allreduce("add"))
 register_lowering(lax.pmax_p, _allreduce("max"))
 register_lowering(lax.pmin_p, _allreduce("min"))
 register_lowering(lax.all_gather_p, _all_gather)
+register_lowering(lax.all_gather_invariant_p, _all_gather)  # the same gather; another type
 register_lowering(lax.ppermute_p, _ppermute)
 register_lowering(lax.all_to_all_p, _all_to_all)
 register_lowering(lax.reduce_scatter_p, _reduce_scatter)

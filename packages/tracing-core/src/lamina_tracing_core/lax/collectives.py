@@ -24,7 +24,7 @@ from lamina_tracing_core import batching, core, dtypes
 from lamina_tracing_core import vma as _vma
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.effects import Effects, NamedAxisEffect
-from lamina_tracing_core.lax import common, convert, helpers, manual_types, reductions
+from lamina_tracing_core.lax import common, convert, helpers, indexing, manual_types, reductions
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
 from lamina_tracing_core.primitives import Primitive, effect_rules, transpose_rules
@@ -415,21 +415,59 @@ effect_rules[all_gather_p] = lambda **p: _effects_of(p["axis_name"])
 
 
 def all_gather(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None, axis: int = 0,
-               tiled: bool = False) -> Any:
+               tiled: bool = False, to: str = "varying") -> Any:
     """Gathers every device's ``x`` along a new axis ``axis`` (or concatenated
-    along ``axis`` when ``tiled``)."""
+    along ``axis`` when ``tiled``). ``to`` is the result's manual axis type
+    over ``axis_name`` (JAX 0.10's): ``'varying'`` (its transpose is a
+    ``psum_scatter``) or ``'invarying'`` (every device holds the same
+    gathered value; its transpose takes the device's own block)."""
+    if to not in ("varying", "reduced", "invarying"):
+        raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                         "values are: {'varying', 'reduced', 'invarying'}")
+    if to == "reduced":  # needs reduced types, which lamina does not have
+        raise NotImplementedError("lax.all_gather: to='reduced' is not supported (lamina has "
+                                  "no reduced manual axis types); use 'varying' or 'invarying'")
     axes = _as_tuple(axis_name)
+    if to == "invarying" and axis_index_groups is not None:
+        raise ValueError("lax.all_gather: to='invarying' takes no axis_index_groups")
     groups = _canonical_groups(axis_index_groups)
     size = _group_size(axes, groups)
 
     def bind(leaf: Any) -> Any:
         nd = len(get_aval(leaf).shape)
         dim = common.canonicalize_axis(axis, nd if tiled else nd + 1)
+        if to == "invarying":
+            return all_gather_invariant_p.bind(_vary_over(leaf, axes), all_gather_dimension=dim,
+                                               axis_name=axes, axis_size=size,
+                                               tiled=bool(tiled))
         return all_gather_p.bind(_vary_over(leaf, axes), all_gather_dimension=dim,
                                  axis_name=axes,
                                  axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
 
     return _tree_map(bind, x)
+
+
+#: ``all_gather(..., to='invarying')``: the gathered value typed as the same on
+#: every device of the gathered axes (JAX's ``all_gather_invariant``).
+all_gather_invariant_p = Primitive("all_gather_invariant")
+all_gather_invariant_p.def_abstract_eval(
+    lambda x, **params: _all_gather_abstract_eval(x, axis_index_groups=None, **params))
+effect_rules[all_gather_invariant_p] = lambda **p: _effects_of(p["axis_name"])
+
+
+def _all_gather_invariant_vma(x: ShapedArray, *, axis_name: tuple[Any, ...],
+                              **_: Any) -> frozenset[Any]:
+    return frozenset(x.vma) - frozenset(_named(axis_name))
+
+
+def _all_gather_invariant_transpose(ct: Any, x: Any, *, all_gather_dimension: int,
+                                    axis_name: tuple[Any, ...], axis_size: int,
+                                    tiled: bool) -> list[Any]:
+    """Every device's cotangent is the whole gathered one: each takes its block."""
+    size = get_aval(ct).shape[all_gather_dimension] // axis_size
+    start = ew.mul(axis_index(axis_name), np.array(size, np.int32))
+    block = indexing.dynamic_slice_in_dim(ct, start, size, all_gather_dimension)
+    return [block if tiled else st.squeeze(block, (all_gather_dimension,))]
 
 
 reduce_scatter_p = Primitive("reduce_scatter")
@@ -497,6 +535,7 @@ def _reduce_scatter_transpose(ct: Any, x: Any, *, scatter_dimension: int,
 
 
 helpers.deflinear(all_gather_p, _all_gather_transpose)
+helpers.deflinear(all_gather_invariant_p, _all_gather_invariant_transpose)
 helpers.deflinear(reduce_scatter_p, _reduce_scatter_transpose)
 
 
@@ -513,21 +552,21 @@ def _fold_axis(x: Any, axis: int) -> Any:
 
 
 def _all_gather_batch(axis_data: Any, args: Any, dims: Any, *, all_gather_dimension: int,
-                      axis_name: tuple[Any, ...], axis_index_groups: Any, axis_size: int,
-                      tiled: bool) -> Any:
+                      axis_name: tuple[Any, ...], axis_size: int, tiled: bool,
+                      axis_index_groups: Any = None, prim: Primitive = all_gather_p) -> Any:
     (x,), (d,) = args, dims
-    params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups,
-                  axis_size=axis_size, tiled=tiled)
+    params: dict[str, Any] = dict(axis_name=axis_name, axis_size=axis_size, tiled=tiled)
+    if prim is all_gather_p:
+        params["axis_index_groups"] = axis_index_groups
     if axis_data.name not in axis_name:
         if d is None:
-            return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension,
-                                     **params), None
+            return prim.bind(x, all_gather_dimension=all_gather_dimension, **params), None
         dim = all_gather_dimension
         if d <= dim:
             dim += 1
         elif not tiled:
             d += 1
-        return all_gather_p.bind(x, all_gather_dimension=dim, **params), d
+        return prim.bind(x, all_gather_dimension=dim, **params), d
     if len(axis_name) > 1 or axis_index_groups is not None:
         raise ValueError("all_gather over several axes (or axis_index_groups) including one "
                          "bound by vmap is not supported")
@@ -575,6 +614,9 @@ def _reduce_scatter_batch(axis_data: Any, args: Any, dims: Any, *, scatter_dimen
 
 
 batching.fancy_primitive_batchers[all_gather_p] = _all_gather_batch
+batching.fancy_primitive_batchers[all_gather_invariant_p] = \
+    lambda axis_data, args, dims, **params: _all_gather_batch(
+        axis_data, args, dims, prim=all_gather_invariant_p, **params)
 batching.fancy_primitive_batchers[reduce_scatter_p] = _reduce_scatter_batch
 
 
@@ -774,6 +816,7 @@ batching.fancy_primitive_batchers[pvary_p] = \
 
 for _p in (ppermute_p, all_gather_p, reduce_scatter_p, all_to_all_p):
     vma_rules[_p] = _collective_vma(_p.name)
+vma_rules[all_gather_invariant_p] = _all_gather_invariant_vma
 vma_rules[axis_index_p] = lambda *, axis_name: frozenset(_named(_as_tuple(axis_name)))
 
 
@@ -800,7 +843,8 @@ def pbroadcast(x: Any, axis_name: AxisName, source: int) -> Any:
 
 _ = (math, transpose_rules)
 
-__all__ = ["psum_p", "pmax_p", "pmin_p", "ppermute_p", "all_gather_p", "reduce_scatter_p",
+__all__ = ["psum_p", "pmax_p", "pmin_p", "ppermute_p", "all_gather_p", "all_gather_invariant_p",
+           "reduce_scatter_p",
            "all_to_all_p", "axis_index_p", "pvary_p", "psum", "pmean", "pmax", "pmin", "ppermute",
            "pshuffle", "all_gather", "psum_scatter", "all_to_all", "pswapaxes", "axis_index",
            "axis_size", "pvary", "pbroadcast", "pcast", "psum_invariant_p"]
