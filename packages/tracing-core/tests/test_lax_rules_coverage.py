@@ -25,10 +25,10 @@ LINEAR = {
     "rev", "pad", "concatenate", "slice", "copy", "dynamic_slice", "dynamic_update_slice",
     "gather", "scatter", "scatter-add", "scatter-sub", "scatter-mul", "reduce_sum", "cumsum",
     "dot_general", "conv_general_dilated", "psum", "ppermute", "all_gather", "reduce_scatter",
-    "all_to_all", "pvary", "psum_invariant"}
+    "all_to_all", "pvary", "psum_invariant", "all_gather_invariant"}
 
 COLLECTIVES = {"psum", "pmax", "pmin", "ppermute", "all_gather", "reduce_scatter",
-               "all_to_all", "axis_index", "pvary", "psum_invariant"}
+               "all_to_all", "axis_index", "pvary", "psum_invariant", "all_gather_invariant"}
 
 EXPECTED_NAMES = {
     "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p",
@@ -46,7 +46,7 @@ EXPECTED_NAMES = {
     "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
     "cumlogsumexp", "sort", "top_k", "dot_general", "conv_general_dilated", "psum", "pmax",
     "pmin", "ppermute", "all_gather", "reduce_scatter", "all_to_all", "axis_index",
-    "pvary", "psum_invariant", "threefry2x32", "rng_bit_generator"}
+    "pvary", "psum_invariant", "all_gather_invariant", "threefry2x32", "rng_bit_generator"}
 
 # Bits defined by XLA's own generator algorithms: no NumPy twin; the random
 # tests check them against JAX's recorded bits instead.
