@@ -425,8 +425,8 @@ def all_gather(x: Any, axis_name: AxisName, *, axis_index_groups: Any = None, ax
         raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
                          "values are: {'varying', 'reduced', 'invarying'}")
     if to == "reduced":  # needs reduced types, which lamina does not have
-        raise NotImplementedError("lax.all_gather: to='reduced' is not supported (lamina has "
-                                  "no reduced manual axis types); use 'varying' or 'invarying'")
+        raise ValueError("lax.all_gather: to='reduced' needs reduced manual axis types, which "
+                         "lamina does not have; use to='varying' or to='invarying'")
     axes = _as_tuple(axis_name)
     if to == "invarying" and axis_index_groups is not None:
         raise ValueError("lax.all_gather: to='invarying' takes no axis_index_groups")
