@@ -347,3 +347,20 @@ def test_inverted_cdf_quantiles_and_weights():
     with pytest.raises(ValueError, match="method can only be 'linear', 'lower', 'higher', "
                                          "'midpoint', 'nearest' or 'inverted_cdf'"):
         jnp.quantile(x, 0.5, method="foo")
+
+
+def test_matrix_rank_cutoff_is_jax_s():
+    """JAX 0.10.2 compares the singular values with ``rtol`` (or ``tol``)
+    itself, default ``max(s) * max(M.shape) * eps``; results recorded from JAX."""
+    m = np.array([[1.0, 2.0], [2.0, 4.0001], [0, 1e-3]], np.float32) * 100
+    assert int(jnp.linalg.matrix_rank(m)) == 2
+    assert int(jnp.linalg.matrix_rank(m, rtol=0.5)) == 1
+    assert int(jnp.linalg.matrix_rank(m, tol=1e-2)) == 2
+    assert jnp.linalg.matrix_rank(m, rtol=jnp.array([1e-3])).tolist() == [2]
+    batch = np.stack([m, m * 0, m * 1e-6]) / 100
+    assert jnp.linalg.matrix_rank(batch).tolist() == [2, 0, 2]
+    assert jnp.linalg.matrix_rank(batch, rtol=jnp.array([1e-3, 1.0, 1e-9])).tolist() == [1, 0, 1]
+    assert int(lx.jit(lambda a: jnp.linalg.matrix_rank(a, rtol=0.1))(m / 100)) == 1
+    with pytest.raises(ValueError, match="matrix_rank: only one of tol or rtol may be "
+                                         "specified."):
+        jnp.linalg.matrix_rank(m, rtol=1.0, tol=1.0)

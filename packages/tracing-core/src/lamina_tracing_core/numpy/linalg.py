@@ -27,7 +27,7 @@ from lamina_tracing_core.lax.helpers import operand_origin
 from lamina_tracing_core.numpy import _util
 from lamina_tracing_core.numpy._util import Array, ArrayLike
 from lamina_tracing_core.numpy import reductions as red
-from lamina_tracing_core.numpy import products
+from lamina_tracing_core.numpy import products, ufuncs
 from lamina_tracing_core.numpy.products import matmul, tensordot, vecdot
 from lamina_tracing_core.numpy.reductions import trace as _trace
 from lamina_tracing_core.numpy.shape_ops import matrix_transpose
@@ -525,34 +525,29 @@ def _default_rtol(x: Any) -> Any:
 
 def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
                 tol: ArrayLike | None = None) -> Array:
-    """The number of singular values above ``rtol * max(s)`` (or above ``tol``).
-    ``hermitian``: ``M`` is taken to be Hermitian, its singular values the
-    absolute values of its eigenvalues (``eigvalsh``), as JAX's."""
+    """The number of singular values above a cutoff: ``rtol`` (or its older
+    name ``tol``) itself, as JAX 0.10.2 uses it, else ``max(s) * max(M.shape)
+    * eps``; a batched cutoff broadcasts against the batch. ``hermitian``:
+    ``M`` is taken to be Hermitian, its singular values the absolute values
+    of its eigenvalues (``eigvalsh``), as JAX's."""
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
     (a,) = _util.promote_dtypes_inexact("linalg.matrix_rank", M)
     if _util.ndim_of(a) < 2:
         return lax.convert_element_type(red.any(lax.ne(a, lax.full_like(a, 0))),
                                         dtypes.int32)
     s = lax.abs(eigvalsh(a)) if hermitian else svdvals(a)
     real = get_aval(s).dtype
-    nd = _util.ndim_of(s)
-    if tol is not None:
-        thresh = lax.convert_element_type(tol, real)
+    if rtol is None:  # JAX's order: max(s) * max(M.shape) * eps
+        m, n = _util.shape_of(a)[-2:]
+        cutoff = lax.mul(lax.mul(red.max(s, axis=-1), _util.convert(max(m, n), real)),
+                         _util.convert(float(np.finfo(real).eps), real))
     else:
-        r = _default_rtol(a) if rtol is None else rtol
-        smax = red.max(s, axis=-1)
-        thresh = lax.mul(smax, _broadcast_to(lax.convert_element_type(r, real),
-                                             _util.shape_of(smax)))
-    full = _broadcast_to(thresh, _util.shape_of(s)[:-1])
-    cut = lax.broadcast_in_dim(full, _util.shape_of(s), tuple(range(nd - 1)))
-    return red.sum(lax.gt(s, cut), axis=-1, dtype=dtypes.int32)
-
-
-def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
-    """A scalar or trailing-aligned ``x`` broadcast to ``shape``."""
-    xs = _util.shape_of(x)
-    if xs == shape:
-        return x
-    return lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - len(xs), len(shape))))
+        cutoff = _util.convert(_util.operand("linalg.matrix_rank", rtol, "rtol"), real)
+    cutoff = lax.expand_dims(cutoff, (_util.ndim_of(cutoff),))
+    return red.sum(ufuncs.greater(s, cutoff), axis=-1)
 
 
 def _pinv_impl(a: Any, rtol: Any) -> Any:
