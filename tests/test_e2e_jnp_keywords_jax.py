@@ -364,3 +364,30 @@ def test_matrix_rank_cutoff_is_jax_s():
     with pytest.raises(ValueError, match="matrix_rank: only one of tol or rtol may be "
                                          "specified."):
         jnp.linalg.matrix_rank(m, rtol=1.0, tol=1.0)
+
+
+def test_cov_observation_weights():
+    """``cov``'s ``fweights`` and ``aweights`` as JAX 0.10.2 (NumPy's
+    normalization; values and errors recorded from JAX)."""
+    rng = np.random.RandomState(1)
+    x = rng.randn(3, 7).astype(np.float32)
+    fw = np.array([1, 2, 0, 3, 1, 1, 2])
+    aw = rng.rand(7).astype(np.float32)
+    both = [[1.746705174446106, -0.981570303440094, 0.2356492578983307],
+            [-0.9815702438354492, 1.5692870616912842, -0.5998607277870178],
+            [0.23564930260181427, -0.5998607277870178, 0.669495701789856]]
+    ddof2 = [[3.0768930912017822, -1.3779394626617432, 0.34219250082969666],
+             [-1.3779394626617432, 2.1235570907592773, -0.793019711971283],
+             [0.3421925902366638, -0.7930196523666382, 1.0802291631698608]]
+    np.testing.assert_allclose(jnp.cov(x, fweights=fw, aweights=aw), both, rtol=2e-6)
+    np.testing.assert_allclose(jnp.cov(x, fweights=-fw, aweights=aw), both, rtol=2e-6)
+    np.testing.assert_allclose(jnp.cov(x, aweights=aw, ddof=2), ddof2, rtol=2e-6)
+    np.testing.assert_allclose(lx.jit(lambda a, b: jnp.cov(a, aweights=b, ddof=2))(x, aw),
+                               ddof2, rtol=2e-6)
+    np.testing.assert_allclose(jnp.cov(x[0], aweights=aw), 2.3994810581207275, rtol=2e-6)
+    with pytest.raises(TypeError, match="fweights must be integer."):
+        jnp.cov(x, fweights=fw.astype(float))
+    with pytest.raises(RuntimeError, match="cannot handle multidimensional fweights"):
+        jnp.cov(x, fweights=np.ones((2, 7), int))
+    with pytest.raises(RuntimeError, match="incompatible numbers of samples and aweights"):
+        jnp.cov(x, aweights=np.ones(5))

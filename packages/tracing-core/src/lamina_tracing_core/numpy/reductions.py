@@ -933,24 +933,66 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     """The covariance matrix of the variables in the rows (or columns, if not
     ``rowvar``) of ``m`` (and ``y``); a single variable gives a scalar.
     ``dtype`` (a float or complex dtype) is the one the observations are
-    converted to and computed in, as JAX's."""
-    if fweights is not None or aweights is not None:
-        raise _util.UnsupportedArgumentError("lamina.numpy.cov: fweights and aweights are not "
-                                             "supported")
+    converted to and computed in, as JAX's. ``fweights`` (integer counts)
+    and ``aweights`` (importance) weigh the observations, as NumPy's (their
+    absolute values, as JAX's)."""
     (x,) = _util.promote_dtypes_inexact("cov", m)
     x = _as_variables(x, rowvar)
     wanted = _inexact_dtype_arg("cov", dtype)
     if y is not None:
         (extra,) = _util.promote_dtypes_inexact("cov", y)
         x = lax.concatenate(_util.promote_dtypes("cov", x, _as_variables(extra, rowvar)), 0)
-    if wanted is not None:
-        x = _util.convert(x, wanted)
     n = _util.shape_of(x)[1]
     correction = (0 if bias else 1) if ddof is None else ddof
+    w, aw = _observation_weights(fweights, aweights, n)
+    if wanted is not None:
+        x = _util.convert(x, wanted)
+        w = None if w is None else _util.convert(w, wanted)
+    if w is not None:
+        return _weighted_cov(x, w, aw, correction)
     centered = lax.sub(x, mean(x, axis=1, keepdims=True))
     conj = lax.conj(centered) if dtypes.is_complex(get_aval(centered).dtype) else centered
     prod_ = matmul(centered, matrix_transpose(conj))
     out = lax.div(prod_, np.asarray(n - correction, get_aval(prod_).dtype))
+    return lax.reshape(out, ()) if _util.shape_of(out) == (1, 1) else out
+
+
+def _observation_weights(fweights: Any, aweights: Any, n: int) -> tuple[Any, Any]:
+    """``cov``'s combined weights and its (absolute) ``aweights`` (None each
+    when not given); JAX's checks and messages."""
+    w = aw = None
+    for name, given in (("fweights", fweights), ("aweights", aweights)):
+        if given is None:
+            continue
+        v = _util.operand("cov", given, name)
+        if _util.ndim_of(v) > 1:
+            raise RuntimeError(f"cannot handle multidimensional {name}")
+        if _util.shape_of(v)[0] != n:
+            raise RuntimeError(f"incompatible numbers of samples and {name}")
+        if name == "fweights" and not dtypes.is_integer(get_aval(v).dtype):
+            raise TypeError("fweights must be integer.")
+        v = lax.abs(v)
+        if name == "aweights":
+            aw = v
+        w = v if w is None else w * v
+    return w, aw
+
+
+def _weighted_cov(x: Any, w: Any, aw: Any, correction: int) -> Any:
+    """The weighted covariance of the rows of ``x``, NumPy's normalization:
+    the sum of weights less ``ddof`` (scaled by the aweights when given)."""
+    avg, w_sum = average(x, axis=1, weights=w, returned=True)
+    w_sum = w_sum[0]
+    if correction == 0:
+        f = w_sum
+    elif aw is None:
+        f = w_sum - correction
+    else:
+        f = w_sum - correction * sum(w * aw) / w_sum
+    centered = x - avg[:, None]
+    scaled = centered * w
+    out = matmul(centered, matrix_transpose(lax.conj(scaled) if dtypes.is_complex(
+        get_aval(scaled).dtype) else scaled)) / f
     return lax.reshape(out, ()) if _util.shape_of(out) == (1, 1) else out
 
 
