@@ -78,7 +78,6 @@ from lamina_interpreters_pxla.sharding import (
     single_device_sharding,
 )
 from lamina_interpreters_pxla.transfer import put_host_value, shard_args
-from lamina_tracing_core.mesh import AxisType
 from lamina_tracing_core import core, dtypes, primitives
 from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.memory import spaces_used
@@ -581,7 +580,7 @@ def _output_shardings(loaded: Any, devices: list[Device], out_avals: list[Shaped
     lead = placement.mesh_sharding
     if not isinstance(lead, NamedSharding):
         return chosen
-    all_explicit = all(t is AxisType.Explicit for t in lead.mesh.axis_types)
+    all_explicit = lead.mesh.abstract_mesh.are_all_axes_explicit
     out = []
     for s, aval in zip(chosen, out_avals):
         # over Explicit axes the type says the layout, with JAX's spec form

@@ -44,6 +44,7 @@ from lamina_tracing_core.mesh import (
     AbstractMesh,
     AxisType,
     TypeSharding,
+    partition,
     pop_abstract_mesh,
     push_abstract_mesh,
     type_sharding,
@@ -380,8 +381,7 @@ def named_sharding_of_type(ts: TypeSharding | None) -> NamedSharding | None:
     mesh = concrete_mesh(ts.mesh)
     if mesh is None:
         return None
-    return NamedSharding(mesh, PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1
-                                               else axes for axes in ts.spec]))
+    return NamedSharding(mesh, PartitionSpec(*map(partition, ts.spec)))
 
 
 def _is_addressable(device: Device) -> bool:

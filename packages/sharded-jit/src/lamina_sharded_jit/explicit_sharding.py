@@ -34,7 +34,7 @@ from lamina_linear_util import tree_util as tu
 from lamina_tracing_core.avals import ShapedArray, get_aval
 from lamina_tracing_core.api import ShapeDtypeStruct
 from lamina_tracing_core import out_sharding as out_sharding_api
-from lamina_tracing_core.mesh import AxisType, get_abstract_mesh, replicated
+from lamina_tracing_core.mesh import AxisType, get_abstract_mesh, partition, replicated
 from lamina_tracing_core.numpy.key_arrays import KeyDType, PRNGKeyArray
 
 from lamina_sharded_jit.sharding_constraint import constrain_tree
@@ -90,16 +90,9 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
 
 def _check_explicit_axes(sharding: Any) -> None:
     """reshard moves values between layouts of their types: over Explicit axes only."""
-    if not isinstance(sharding, NamedSharding):
-        return
-    kinds = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types))
-    for entry in sharding.spec:
-        for axis in (() if entry is None else (entry,) if isinstance(entry, str) else entry):
-            if kinds.get(axis, AxisType.Explicit) is not AxisType.Explicit:
-                raise ValueError(
-                    "PartitionSpec passed to reshard cannot contain axis names that are of type "
-                    f"Auto or Manual. Got PartitionSpec: {sharding.spec!r} with axis name: "
-                    f"{axis} of type: {kinds[axis]}.")
+    if isinstance(sharding, NamedSharding):
+        out_sharding_api.refuse_non_explicit_axes(sharding.mesh.abstract_mesh, sharding.spec,
+                                                  "reshard")
 
 
 def _retyped(mesh: Mesh, axes: Sequence[str], kind: AxisType, what: str) -> Mesh:
@@ -121,8 +114,7 @@ def _move_to(x: Any, mesh: Mesh) -> Any:
     is given in its type."""
     aval = get_aval(x)
     ts = aval.sharding
-    spec = PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
-                           for axes in (ts.spec if ts is not None else ())])
+    spec = PartitionSpec(*[partition(axes) for axes in (ts.spec if ts is not None else ())])
     return constrain_tree(x, NamedSharding(mesh, spec), "reshard", asserts_explicit=False)
 
 

@@ -29,7 +29,6 @@ from lamina_interpreters_pxla.sharding import (
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
 from lamina_linear_util.linear_util import annotate, wrap_init
-from lamina_tracing_core.mesh import AxisType
 from lamina_tracing_core.avals import ShapedArray
 from lamina_tracing_core.memory import MemorySpace, space_to_kind
 from lamina_tracing_core.jaxpr import ClosedJaxpr
@@ -262,7 +261,7 @@ def _from_type(aval: ShapedArray) -> Any:
             return named.with_memory_kind(space_to_kind(aval.memory_space))
         return named
     mesh = context_mesh()
-    if mesh is not None and all(t is AxisType.Explicit for t in mesh.axis_types):
+    if mesh is not None and mesh.abstract_mesh.are_all_axes_explicit:
         return NamedSharding(mesh, (None,) * aval.ndim)
     return UNSPECIFIED
 

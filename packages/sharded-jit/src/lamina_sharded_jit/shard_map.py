@@ -43,7 +43,8 @@ from lamina_tracing_core.control_flow.common import BodyTrace, retrace, trace_bo
 from lamina_tracing_core.errors import UnboundAxisNameError
 from lamina_tracing_core.jaxpr import ClosedJaxpr, JaxprDebugInfo
 from lamina_tracing_core.lax import collectives as lax_collectives
-from lamina_tracing_core.mesh import AbstractMesh, AxisType, get_abstract_mesh, type_sharding
+from lamina_tracing_core.mesh import (AbstractMesh, AxisType, get_abstract_mesh, partition,
+                                     type_sharding)
 from lamina_tracing_core.shard_map import (
     Spec,
     block_aval,
@@ -490,8 +491,7 @@ def _partition_spec(spec: Spec) -> PartitionSpec:
     dims = list(spec)
     while dims and not dims[-1]:
         dims.pop()
-    return PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
-                           for axes in dims])
+    return PartitionSpec(*map(partition, dims))
 
 
 def _wrapper_jaxpr(body: ClosedJaxpr, frozen: tuple[tuple[str, Any], ...],

@@ -27,7 +27,7 @@ from lamina_interpreters_pxla.sharding import (
 )
 from lamina_linear_util import api_util
 from lamina_linear_util import tree_util as tu
-from lamina_tracing_core.mesh import AxisType
+from lamina_tracing_core.mesh import partition
 from lamina_tracing_core import ad, batching
 from lamina_tracing_core import sharding_in_types as sit
 from lamina_tracing_core.ad_util import Zero
@@ -150,13 +150,12 @@ def _check_explicit_agrees(aval: ShapedArray, sharding: Any, where: str) -> None
     """Over a mesh whose axes are all Explicit the sharding is in the type, so
     a constraint can only assert it (JAX's rule; ``reshard`` changes it)."""
     if (aval.sharding is None or not isinstance(sharding, NamedSharding)
-            or any(t is not AxisType.Explicit for t in sharding.mesh.axis_types)):
+            or not sharding.mesh.abstract_mesh.are_all_axes_explicit):
         return
     wanted = type_sharding_of(sharding, aval.ndim)
     if wanted is None or wanted.spec == aval.sharding.spec:
         return
-    held = PartitionSpec(*[None if not axes else axes[0] if len(axes) == 1 else axes
-                           for axes in aval.sharding.spec])
+    held = PartitionSpec(*map(partition, aval.sharding.spec))
     raise AssertionError(
         "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
         f"`Explicit`. The array sharding: {held!r} did not match the sharding provided: "

@@ -118,6 +118,11 @@ class AbstractMesh:
         return self._names_of(AxisType.Explicit)
 
     @property
+    def are_all_axes_explicit(self) -> bool:
+        """Every axis Explicit (then a value's type says all of its layout)."""
+        return all(t is AxisType.Explicit for t in self.axis_types)
+
+    @property
     def auto_axes(self) -> tuple[str, ...]:
         return self._names_of(AxisType.Auto)
 
@@ -235,6 +240,12 @@ class TypeSharding:
     def memory_kind(self) -> None:
         """A type's sharding names no memory (JAX's abstract shardings: None)."""
         return None
+
+
+def partition(axes: Sequence[str]) -> Any:
+    """One dimension's entry of a ``PartitionSpec`` as JAX keeps it: None, an
+    axis name, or a tuple of names."""
+    return None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
 
 
 def replicated(mesh: AbstractMesh, ndim: int) -> TypeSharding:

@@ -16,9 +16,11 @@ from typing import Any, TypeVar
 from lamina_linear_util import tree_util as tu
 
 from lamina_tracing_core.mesh import (AbstractMesh, AxisType, TypeSharding, get_abstract_mesh,
-                                     replicated, type_sharding)
+                                     partition, replicated, type_sharding)
+from lamina_tracing_core.sharding_in_types import check_divisible
 
-__all__ = ["resolve_out_sharding", "param_type_sharding", "auto_axes_impl", "takes_out_sharding"]
+__all__ = ["resolve_out_sharding", "param_type_sharding", "auto_axes_impl", "takes_out_sharding",
+           "refuse_non_explicit_axes"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,19 +123,9 @@ def _check_rank(spec: tuple[Any, ...], dims: list[tuple[str, ...]], ndim: int, a
 
 def _check_divisible(mesh: AbstractMesh, dims: list[tuple[str, ...]], shape: tuple[int, ...],
                      api: str, arg: str) -> None:
-    sizes = mesh.shape
-    for d, axes in enumerate(dims[:len(shape)]):
-        count = 1
-        for a in axes:
-            count *= sizes[a]
-        if shape[d] % count:
-            full = [None if not ax else ax[0] if len(ax) == 1 else ax
-                    for ax in dims[:len(shape)] + [()] * (len(shape) - len(dims))]
-            raise ValueError(
-                f"Sharding spec {axes} implies that array axis {d} is partitioned {count} "
-                f"times, but does not evenly divide the dimension size {shape[d]}. Got shape: "
-                f"{shape} and sharding NamedSharding(mesh={mesh}, spec={_spec_repr(full)})"
-                + _where(api, arg))
+    full = [partition(ax) for ax in dims[:len(shape)] + [()] * (len(shape) - len(dims))]
+    check_divisible(mesh, dims, shape, f"NamedSharding(mesh={mesh}, spec={_spec_repr(full)})",
+                    _where(api, arg))
 
 
 def param_type_sharding(sharding: Any, shape: Sequence[int], name: str) -> TypeSharding | None:
@@ -168,18 +160,28 @@ def takes_out_sharding(api: str) -> Callable[[F], F]:
     return decorate
 
 
+def refuse_non_explicit_axes(mesh: AbstractMesh, spec: Sequence[Any], api: str,
+                             where: str = "") -> None:
+    """JAX's ``ValueError`` when the ``PartitionSpec`` entries ``spec`` name
+    an axis of ``mesh`` that is Auto or Manual (``reshard`` and the
+    ``out_sharding`` of functions computed under ``auto_axes`` lay values out
+    over Explicit axes only)."""
+    kinds = dict(zip(mesh.axis_names, mesh.axis_types))
+    for a in (a for e in spec for a in _axes(e)):
+        kind = kinds.get(a)
+        if kind is not None and kind is not AxisType.Explicit:
+            raise ValueError(
+                f"PartitionSpec passed to {api} cannot contain axis names that are of type "
+                f"Auto or Manual. Got PartitionSpec: {_spec_repr(spec)} with axis name: {a} of "
+                f"type: {kind}.{where}")
+
+
 def _under_auto_axes(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                      out_sharding: Any, api: str) -> Any:
     mesh, spec = _mesh_and_spec(out_sharding, api, "out_sharding")
     if mesh is None:
         return fun(*args, **kwargs)
-    for a in (a for e in spec for a in _axes(e)):
-        kind = dict(zip(mesh.axis_names, mesh.axis_types)).get(a)
-        if kind is not None and kind is not AxisType.Explicit:
-            raise ValueError(
-                f"PartitionSpec passed to {api.split('.')[-1]} cannot contain axis names that "
-                f"are of type Auto or Manual. Got PartitionSpec: {_spec_repr(spec)} with axis "
-                f"name: {a} of type: {kind}." + _where(api, "out_sharding"))
+    refuse_non_explicit_axes(mesh, spec, api.split(".")[-1], _where(api, "out_sharding"))
     if not auto_axes_impl:
         raise RuntimeError(f"{api}: out_sharding needs lamina's runtime; import lamina first")
     # Only the arrays travel through auto_axes (it relays them over the Auto

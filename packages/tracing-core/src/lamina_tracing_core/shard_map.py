@@ -65,7 +65,8 @@ from lamina_tracing_core.lax import collectives as coll
 from lamina_tracing_core.lax import common
 from lamina_tracing_core.lax import elementwise as ew
 from lamina_tracing_core.lax import structural as st
-from lamina_tracing_core.mesh import AbstractMesh, AxisType, get_abstract_mesh, use_abstract_mesh
+from lamina_tracing_core.mesh import (AbstractMesh, AxisType, get_abstract_mesh, partition,
+                                     use_abstract_mesh)
 from lamina_tracing_core.primitives import Primitive
 
 __all__ = ["shard_map_p", "Spec", "block_aval", "global_aval", "manual_axes_bound", "manual_mesh",
@@ -85,8 +86,7 @@ def _spec_text(spec: Spec) -> str:
     dims = list(spec)
     while dims and not dims[-1]:
         dims.pop()
-    entries = [("None" if not axes else repr(axes[0]) if len(axes) == 1 else repr(tuple(axes)))
-               for axes in dims]
+    entries = [repr(partition(axes)) for axes in dims]
     return f"P({entries[0]},)" if len(entries) == 1 else f"P({', '.join(entries)})"
 
 

@@ -33,13 +33,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lamina_tracing_core.avals import ShapedArray
-from lamina_tracing_core.mesh import TypeSharding, types_sharded
+from lamina_tracing_core.mesh import TypeSharding, partition, types_sharded
 from lamina_tracing_core.primitives import Primitive
 
 __all__ = ["ShardingTypeError", "sharding_rules", "register", "apply_rule", "elementwise",
            "same_as_first", "reduction", "broadcast_in_dim", "transpose", "dot_general",
            "any_sharded", "user_spec", "spec_of", "TypeSharding", "types_sharded", "squeeze",
            "concatenate", "reshape", "varying_out_shape", "given_or_first", "split_count",
+           "check_divisible",
            "partition", "partitions", "sharding_repr"]
 
 Rule = Callable[..., list[TypeSharding | None]]
@@ -98,13 +99,21 @@ def _check_legal(prim: Primitive, s: TypeSharding, aval: ShapedArray,
         raise ShardingTypeError(
             f"{prim.name} operation with inputs: {ins} produces an illegally sharded "
             f"result: {aval.update(sharding=s).str_short()}")
-    for d, axes in enumerate(s.spec):
-        count = split_count(s.mesh, axes)
-        if d < aval.ndim and aval.shape[d] % count:
+    check_divisible(s.mesh, s.spec, aval.shape, repr(s))
+
+
+def check_divisible(mesh: Any, spec: Sequence[Sequence[str]], shape: tuple[int, ...],
+                    shown: str, where: str = "") -> None:
+    """Each dimension of ``shape`` split evenly by its axes in ``spec``, else
+    JAX's ``ValueError`` (``shown``: the sharding as the message prints it;
+    ``where``: what the sharding belongs to)."""
+    for d, axes in enumerate(spec[:len(shape)]):
+        count = split_count(mesh, axes)
+        if shape[d] % count:
             raise ValueError(
-                f"Sharding spec {axes} implies that array axis {d} is partitioned {count} "
-                f"times, but does not evenly divide the dimension size {aval.shape[d]}. Got "
-                f"shape: {aval.shape} and sharding {s!r}")
+                f"Sharding spec {tuple(axes)} implies that array axis {d} is partitioned "
+                f"{count} times, but does not evenly divide the dimension size {shape[d]}. Got "
+                f"shape: {shape} and sharding {shown}{where}")
 
 
 def split_count(mesh: Any, axes: Sequence[str]) -> int:
@@ -113,12 +122,6 @@ def split_count(mesh: Any, axes: Sequence[str]) -> int:
     for a in axes:
         count *= mesh.shape[a]
     return count
-
-
-def partition(axes: tuple[str, ...]) -> Any:
-    """One dimension's entry of a ``PartitionSpec`` as JAX keeps it: None, an
-    axis name, or a tuple of names."""
-    return None if not axes else axes[0] if len(axes) == 1 else axes
 
 
 def partitions(aval: ShapedArray) -> tuple[Any, ...]:
